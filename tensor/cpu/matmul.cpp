@@ -1,0 +1,61 @@
+// CPU batched matmul: out[b] = a[b] @ b[b] for each batch b. Each matrix may be row-major or
+// transposed (column-major) with any leading dimension; that becomes a GEMM transpose flag, so
+// transposed views never get copied. Small matrices in large batches are parallelised over the
+// batch (GEMM then runs single-threaded inside); big ones let GEMM use every thread.
+#include <algorithm>
+
+#include "tensor/cpu/cpu_backend.h"
+#include "tensor/cpu/gemm.h"
+#include "tensor/cpu/parallel.h"
+
+namespace posgrad::cpu {
+
+namespace {
+// How a [rows, cols] matrix view is laid out for GEMM: transposed flag and leading dimension,
+// or nothing when neither axis has unit stride (the caller copies it first).
+struct MatrixLayout {
+  bool ok = false;
+  bool trans = false;
+  int64_t ld = 0;
+};
+MatrixLayout layout_of(const Tensor& t) {
+  const int64_t rows = t.size(1), cols = t.size(2);
+  const int64_t rs = t.stride(1), cs = t.stride(2);
+  // Row-major: unit column stride, rows `rs` apart (a single row may have any row stride).
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= cols)) return {true, false, std::max<int64_t>({rows == 1 ? cols : rs, cols, 1})};
+  // Column-major (a transposed view): unit row stride, columns `cs` apart.
+  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= rows)) return {true, true, std::max<int64_t>({cols == 1 ? rows : cs, rows, 1})};
+  return {};
+}
+}  // namespace
+
+void CpuBackend::matmul(const Tensor& a_in, const Tensor& b_in, Tensor& out) {
+  Tensor a = a_in, b = b_in;
+  MatrixLayout la = layout_of(a), lb = layout_of(b);
+  if (!la.ok) { a = a.contiguous(); la = layout_of(a); }
+  if (!lb.ok) { b = b.contiguous(); lb = layout_of(b); }
+  const int64_t batch = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
+  dispatch_float(a.dtype(), "matmul", [&]<typename T>() {
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    T* op = out.data<T>();
+    const int64_t sa = a.stride(0), sb = b.stride(0);
+    auto one = [&](int64_t i) {
+      if constexpr (std::is_same_v<T, float>)
+        sgemm(la.trans, lb.trans, M, N, K, 1.0f, ap + i * sa, la.ld, bp + i * sb, lb.ld, 0.0f,
+              op + i * M * N, N);
+      else
+        dgemm(la.trans, lb.trans, M, N, K, 1.0, ap + i * sa, la.ld, bp + i * sb, lb.ld, 0.0,
+              op + i * M * N, N);
+    };
+    // One big matrix: let GEMM thread internally. Many small ones: thread over the batch.
+    const int64_t flops = M * N * K;
+    if (batch >= 2 * max_threads() || flops < 64 * 64 * 64) {
+      parallel_for(batch, flops, one);
+    } else {
+      for (int64_t i = 0; i < batch; ++i) one(i);
+    }
+  });
+}
+
+}  // namespace posgrad::cpu

@@ -1,0 +1,45 @@
+// Storage allocation (see storage.h).
+#include "tensor/storage.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace posgrad {
+
+DeviceAllocator& cuda_allocator_hooks() {
+  static DeviceAllocator hooks;
+  return hooks;
+}
+
+Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
+  if (device.is_cpu()) {
+    const size_t rounded = ((nbytes + 63) / 64) * 64;
+    data_ = rounded ? std::aligned_alloc(64, rounded) : nullptr;
+    if (rounded && !data_) fail("out of host memory allocating {} bytes", nbytes);
+  } else {
+    auto& hooks = cuda_allocator_hooks();
+    if (!hooks.allocate)
+      fail("tensor on {} requested, but posgrad was built without the CUDA backend", device.str());
+    data_ = nbytes ? hooks.allocate(nbytes, device.index) : nullptr;
+  }
+}
+
+Storage::~Storage() {
+  if (!data_) return;
+  if (device_.is_cpu()) std::free(data_);
+  else cuda_allocator_hooks().release(data_, device_.index);
+}
+
+Device Device::parse(const std::string& name) {
+  if (name == "cpu") return Device{};
+  if (name == "cuda") return Device{DeviceType::CUDA, 0};
+  if (name.rfind("cuda:", 0) == 0) {
+    try {
+      return Device{DeviceType::CUDA, std::stoi(name.substr(5))};
+    } catch (const std::exception&) {
+    }
+  }
+  fail("unknown device '{}': expected cpu, cuda or cuda:N", name);
+}
+
+}  // namespace posgrad

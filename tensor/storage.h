@@ -1,0 +1,39 @@
+// Storage: a reference-counted block of device memory that tensors (and their views) share.
+// The CPU allocator returns 64-byte aligned memory. This file knows nothing of shapes.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "tensor/dtype.h"
+
+namespace posgrad {
+
+class Storage {
+ public:
+  Storage(size_t nbytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  Device device_;
+};
+
+using StoragePtr = std::shared_ptr<Storage>;
+
+// Hooks the CUDA backend installs when it is linked in (see tensor/cuda/); null otherwise.
+struct DeviceAllocator {
+  void* (*allocate)(size_t nbytes, int device_index) = nullptr;
+  void (*release)(void* ptr, int device_index) = nullptr;
+};
+DeviceAllocator& cuda_allocator_hooks();
+
+}  // namespace posgrad

@@ -1,0 +1,4 @@
+// Entry point of the apps test suite: Boost.Test generates main() here; the other files in this
+// folder add test cases.
+#define BOOST_TEST_MODULE posgrad_apps
+#include <boost/test/unit_test.hpp>
