@@ -130,6 +130,7 @@ int64_t Tensor::size(int64_t axis) const { return shape_[normalize_axis(axis, di
 int64_t Tensor::stride(int64_t axis) const { return strides_[normalize_axis(axis, dim(), "stride")]; }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no elements: any strides describe the same (empty) layout
   int64_t expected = 1;
   for (int64_t i = dim() - 1; i >= 0; --i) {
     if (shape_[i] == 1) continue;

@@ -1,0 +1,621 @@
+// Plots: see plot.h.
+#include "apps/common/plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "tensor/error.h"
+
+namespace posgrad::apps {
+
+namespace {
+
+constexpr int kPad = 6;  // gap between a label and what it labels
+
+bool finite(double v) { return std::isfinite(v); }
+
+std::string format_value(const std::string& format, double v) {
+  try {
+    return fmt::vformat(format, fmt::make_format_args(v));
+  } catch (const fmt::format_error& e) {
+    fail("plot: bad value format '{}': {}", format, e.what());
+  }
+}
+
+// Largest text scale in [1, max_scale] at which every text fits in w x h; 0 if none does.
+int fitting_scale(const std::vector<std::string>& texts, int w, int h, int max_scale, bool bold) {
+  for (int s = max_scale; s >= 1; --s) {
+    bool fits = Canvas::cap_height(s) <= h;
+    for (const std::string& t : texts)
+      if (fits && Canvas::text_width(t, s, bold) > w) fits = false;
+    if (fits) return s;
+  }
+  return 0;
+}
+
+// Shows every k-th label so neighbours do not overlap: `extent` is each label's size along the
+// axis, `spacing` the distance between neighbouring ticks.
+// Steps are round (1, 2, 5, 10, 20, 50, ...) so the shown indices are easy to read.
+int thinning_step(int extent, double spacing) {
+  if (spacing <= 0) return 1;
+  const int needed = std::max(1, static_cast<int>(std::ceil((extent + 8) / spacing)));
+  for (int base = 1;; base *= 10)
+    for (int m : {1, 2, 5})
+      if (m * base >= needed) return m * base;
+}
+
+int max_width(const std::vector<std::string>& texts, int scale) {
+  int w = 0;
+  for (const std::string& t : texts) w = std::max(w, Canvas::text_width(t, scale));
+  return w;
+}
+
+// Clips the segment to the rectangle [x0, x1] x [y0, y1] (Liang-Barsky); false if outside.
+bool clip_segment(double& ax, double& ay, double& bx, double& by, double x0, double y0, double x1,
+                  double y1) {
+  double t0 = 0, t1 = 1;
+  const double dx = bx - ax, dy = by - ay;
+  const double p[4] = {-dx, dx, -dy, dy};
+  const double q[4] = {ax - x0, x1 - ax, ay - y0, y1 - ay};
+  for (int i = 0; i < 4; ++i) {
+    if (p[i] == 0) {
+      if (q[i] < 0) return false;
+    } else {
+      const double t = q[i] / p[i];
+      if (p[i] < 0) t0 = std::max(t0, t);
+      else t1 = std::min(t1, t);
+    }
+  }
+  if (t0 > t1) return false;
+  const double nax = ax + t0 * dx, nay = ay + t0 * dy;
+  bx = ax + t1 * dx;
+  by = ay + t1 * dy;
+  ax = nax;
+  ay = nay;
+  return true;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ ticks
+
+std::vector<double> nice_ticks(double lo, double hi, int target) {
+  if (!finite(lo) || !finite(hi)) return {};
+  if (lo > hi) std::swap(lo, hi);
+  if (lo == hi) return {lo};
+  target = std::max(2, target);
+  const double raw = (hi - lo) / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    step = m * mag;
+    if (raw <= step) break;
+  }
+  std::vector<double> ticks;
+  const double first = std::ceil(lo / step - 1e-9);
+  for (double k = first; k * step <= hi + step * 1e-9 && ticks.size() < 1000; k += 1)
+    ticks.push_back(k == 0 ? 0.0 : k * step);
+  return ticks;
+}
+
+std::string format_tick(double value, double step) {
+  if (!finite(value)) return fmt::format("{}", value);
+  const double a = std::abs(value);
+  if (value != 0 && (a >= 1e6 || a < 1e-4)) return fmt::format("{:.3g}", value);
+  int decimals = 0;
+  if (step > 0 && finite(step)) decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(step) - 1e-9)), 0, 6);
+  // 2.5-steps need one more decimal than their magnitude suggests.
+  if (step > 0) {
+    const double scaled = step * std::pow(10.0, decimals);
+    if (std::abs(scaled - std::round(scaled)) > 1e-6) ++decimals;
+  }
+  std::string s = fmt::format("{:.{}f}", value, decimals);
+  if (s == "-0" || s.find_first_not_of("-0.") == std::string::npos) s = s[0] == '-' ? s.substr(1) : s;
+  return s;
+}
+
+std::vector<uint8_t> threshold_mask(const std::vector<float>& values, float threshold) {
+  std::vector<uint8_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = values[i] > threshold ? 1 : 0;
+  return out;
+}
+
+std::vector<std::string> format_cells(const std::vector<float>& values, const std::string& format) {
+  std::vector<std::string> out;
+  out.reserve(values.size());
+  for (float v : values) out.push_back(format_value(format, v));
+  return out;
+}
+
+Rect draw_title(Canvas& canvas, const Rect& area, const std::string& title, int scale) {
+  if (title.empty()) return area;
+  TextStyle st;
+  st.scale = scale;
+  st.bold = true;
+  st.align = Align::Center;
+  canvas.text(area.x + area.w / 2, area.y + kPad, title, st);
+  const int used = Canvas::text_height(title, scale) + 2 * kPad + 2;
+  return area.inset(0, used, 0, 0);
+}
+
+// ------------------------------------------------------------------ heatmap
+
+HeatmapLayout draw_heatmap(Canvas& canvas, const Rect& area, const std::vector<float>& values,
+                           int rows, int cols, const HeatmapOptions& o) {
+  HeatmapLayout layout;
+  POSGRAD_CHECK(rows > 0 && cols > 0, "draw_heatmap: rows and cols must be positive, got {}x{}",
+                rows, cols);
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+  POSGRAD_CHECK(values.size() == n, "draw_heatmap: {} values for a {}x{} grid (need {})",
+                values.size(), rows, cols, n);
+  POSGRAD_CHECK(o.cell_text.empty() || o.cell_text.size() == n,
+                "draw_heatmap: {} cell texts for a {}x{} grid (need {} or none)", o.cell_text.size(),
+                rows, cols, n);
+  POSGRAD_CHECK(o.highlight.empty() || o.highlight.size() == n,
+                "draw_heatmap: highlight has {} entries for a {}x{} grid (need {} or none)",
+                o.highlight.size(), rows, cols, n);
+  POSGRAD_CHECK(o.mask.empty() || o.mask.size() == n,
+                "draw_heatmap: mask has {} entries for a {}x{} grid (need {} or none)",
+                o.mask.size(), rows, cols, n);
+  const int fs = std::max(1, o.font_scale);
+  auto visible = [&](size_t i) { return o.mask.empty() || o.mask[i] != 0; };
+
+  // Colour range over the visible, finite cells.
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (size_t i = 0; i < n; ++i)
+    if (visible(i) && finite(values[i])) {
+      lo = std::min(lo, static_cast<double>(values[i]));
+      hi = std::max(hi, static_cast<double>(values[i]));
+    }
+  if (!finite(lo)) lo = 0, hi = 1;
+  if (o.colormap == Colormap::Diverging && !o.vmin && !o.vmax) {
+    const double m = std::max(std::abs(lo), std::abs(hi));
+    lo = -m, hi = m;
+  }
+  if (o.vmin) lo = *o.vmin;
+  if (o.vmax) hi = *o.vmax;
+  if (hi == lo) hi = lo + 1;  // constant data: everything at the low end of the map
+  auto colour_of = [&](double v) { return colormap(o.colormap, (v - lo) / (hi - lo)); };
+
+  // Tick labels.
+  std::vector<std::string> row_labels = o.row_labels, col_labels = o.col_labels;
+  if (row_labels.empty() && o.index_ticks)
+    for (int r = 0; r < rows; ++r) row_labels.push_back(std::to_string(r));
+  if (col_labels.empty() && o.index_ticks)
+    for (int c = 0; c < cols; ++c) col_labels.push_back(std::to_string(c));
+  POSGRAD_CHECK(row_labels.empty() || static_cast<int>(row_labels.size()) == rows,
+                "draw_heatmap: {} row labels for {} rows", row_labels.size(), rows);
+  POSGRAD_CHECK(col_labels.empty() || static_cast<int>(col_labels.size()) == cols,
+                "draw_heatmap: {} column labels for {} columns", col_labels.size(), cols);
+
+  // Layout: title | y label, row ticks, grid, colour bar | column ticks, x label.
+  Rect r = draw_title(canvas, area, o.title, fs);
+  const int label_h = Canvas::cap_height(fs);
+  const int left = (o.y_label.empty() ? 0 : label_h + kPad) +
+                   (row_labels.empty() ? 0 : max_width(row_labels, fs) + kPad) + 2;
+  const int bottom = (col_labels.empty() ? 0 : label_h + kPad) +
+                     (o.x_label.empty() ? 0 : label_h + kPad) + kPad;
+
+  std::vector<double> bar_ticks;
+  std::vector<std::string> bar_labels;
+  int right = kPad;
+  if (o.colorbar) {
+    bar_ticks = nice_ticks(lo, hi, 5);
+    const double step = bar_ticks.size() > 1 ? bar_ticks[1] - bar_ticks[0] : 0.0;
+    for (double t : bar_ticks) bar_labels.push_back(format_tick(t, step));
+    right = kPad * 2 + 14 + 4 + max_width(bar_labels, fs) + kPad +
+            (o.colorbar_label.empty() ? 0 : label_h + kPad);
+  }
+  const Rect grid_area = r.inset(left, kPad, right, bottom);
+  layout.vmin = lo, layout.vmax = hi;
+  if (grid_area.w < cols || grid_area.h < rows) return layout;  // no room to draw anything useful
+  const int cw = grid_area.w / cols, ch = grid_area.h / rows;
+  const Rect grid{grid_area.x, grid_area.y, cw * cols, ch * rows};
+  layout.grid = grid, layout.cell_w = cw, layout.cell_h = ch;
+
+  // Cells.
+  std::vector<std::string> texts = o.cell_text;
+  if (texts.empty() && !o.value_format.empty()) {
+    texts.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      if (visible(i)) texts[i] = format_value(o.value_format, values[i]);
+  }
+  const bool any_highlight =
+      std::any_of(o.highlight.begin(), o.highlight.end(), [](uint8_t h) { return h != 0; });
+  const int border = std::max(2, std::min(cw, ch) / 9);
+  int text_scale = o.text_scale;
+  if (text_scale <= 0 && !texts.empty()) {
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < n; ++i)
+      if (visible(i) && !texts[i].empty()) shown.push_back(texts[i]);
+    const int margin = any_highlight ? 2 * border + 2 : 6;
+    text_scale = fitting_scale(shown, cw - margin, ch - margin, 3, any_highlight);
+  }
+  const int gap = o.cell_borders && cw >= 6 && ch >= 6 ? 1 : 0;
+  for (int ri = 0; ri < rows; ++ri) {
+    for (int ci = 0; ci < cols; ++ci) {
+      const size_t i = static_cast<size_t>(ri) * cols + ci;
+      const Rect cell{grid.x + ci * cw, grid.y + ri * ch, cw - gap, ch - gap};
+      if (!visible(i)) {
+        canvas.fill_rect(cell, o.mask_color);
+        continue;
+      }
+      const Color fill = finite(values[i]) ? colour_of(values[i]) : colors::gray;
+      canvas.fill_rect(cell, fill);
+      const bool hl = !o.highlight.empty() && o.highlight[i] != 0;
+      if (hl) canvas.stroke_rect(cell, o.highlight_color, border);
+      if (text_scale > 0 && !texts.empty() && !texts[i].empty()) {
+        TextStyle st;
+        st.scale = text_scale;
+        st.align = Align::Center;
+        st.valign = VAlign::Middle;
+        st.bold = hl;
+        st.color = luminance(fill) > 0.35 ? colors::black : colors::white;
+        canvas.text(cell.x + cell.w / 2 + (st.bold ? 0 : 1), cell.y + cell.h / 2 + 1, texts[i], st);
+      }
+    }
+  }
+
+  // Tick labels, thinned when they would overlap.
+  TextStyle tick;
+  tick.scale = fs;
+  tick.color = colors::dark_gray;
+  if (!row_labels.empty()) {
+    const int step = thinning_step(label_h, ch);
+    tick.align = Align::Right;
+    tick.valign = VAlign::Middle;
+    for (int ri = 0; ri < rows; ri += step)
+      canvas.text(grid.x - kPad, grid.y + ri * ch + ch / 2, row_labels[ri], tick);
+  }
+  if (!col_labels.empty()) {
+    const int step = thinning_step(max_width(col_labels, fs), cw);
+    tick.align = Align::Center;
+    tick.valign = VAlign::Top;
+    for (int ci = 0; ci < cols; ci += step)
+      canvas.text(grid.x + ci * cw + cw / 2, grid.bottom() + kPad, col_labels[ci], tick);
+  }
+  TextStyle axis;
+  axis.scale = fs;
+  axis.color = colors::black;
+  if (!o.x_label.empty()) {
+    axis.align = Align::Center;
+    const int y = grid.bottom() + kPad + (col_labels.empty() ? 0 : label_h + kPad);
+    canvas.text(grid.x + grid.w / 2, y, o.x_label, axis);
+  }
+  if (!o.y_label.empty()) {
+    axis.vertical = true;
+    axis.align = Align::Center;
+    axis.valign = VAlign::Top;
+    canvas.text(r.x + 2, grid.y + grid.h / 2, o.y_label, axis);
+  }
+
+  // Colour bar: the map from hi (top) to lo (bottom), with ticks.
+  if (o.colorbar) {
+    const Rect bar{grid.right() + 2 * kPad, grid.y, 14, grid.h};
+    layout.colorbar = bar;
+    for (int y = 0; y < bar.h; ++y) {
+      const double t = bar.h > 1 ? 1.0 - static_cast<double>(y) / (bar.h - 1) : 0.5;
+      canvas.fill_rect({bar.x, bar.y + y, bar.w, 1}, colormap(o.colormap, t));
+    }
+    canvas.stroke_rect(bar, colors::gray, 1);
+    tick.align = Align::Left;
+    tick.valign = VAlign::Middle;
+    for (size_t k = 0; k < bar_ticks.size(); ++k) {
+      const double t = (bar_ticks[k] - lo) / (hi - lo);
+      const int y = bar.y + static_cast<int>(std::lround((1.0 - t) * (bar.h - 1)));
+      canvas.fill_rect({bar.right(), y, 4, 1}, colors::dark_gray);
+      canvas.text(bar.right() + 4 + 2, y, bar_labels[k], tick);
+    }
+    if (!o.colorbar_label.empty()) {
+      axis.vertical = true;
+      axis.align = Align::Center;
+      axis.valign = VAlign::Bottom;
+      canvas.text(r.right() - kPad, bar.y + bar.h / 2, o.colorbar_label, axis);
+    }
+  }
+  return layout;
+}
+
+// ------------------------------------------------------------------ line plot
+
+namespace {
+
+struct Axis {
+  double lo = 0, hi = 1;
+  bool log = false;
+  std::vector<double> ticks;  // in data units
+  std::vector<std::string> labels;
+  std::vector<double> minor;  // log axes: 2..9 x 10^k
+};
+
+std::string format_power_of_ten(int k) {
+  if (k >= 0 && k <= 4) return fmt::format("{}", static_cast<long long>(std::llround(std::pow(10.0, k))));
+  if (k < 0 && k >= -3) return format_tick(std::pow(10.0, k), std::pow(10.0, k));
+  return fmt::format("1e{}", k);
+}
+
+// Linear axis over [lo, hi] with `pad` fraction of padding when not fixed.
+Axis linear_axis(double lo, double hi, bool pad_lo, bool pad_hi) {
+  Axis a;
+  if (!finite(lo) || !finite(hi)) lo = 0, hi = 1;
+  if (lo == hi) {
+    const double d = lo == 0 ? 1.0 : std::abs(lo) * 0.1;
+    lo -= d, hi += d;
+  } else {
+    const double d = (hi - lo) * 0.05;
+    if (pad_lo) lo -= d;
+    if (pad_hi) hi += d;
+  }
+  a.lo = lo, a.hi = hi;
+  a.ticks = nice_ticks(lo, hi, 6);
+  const double step = a.ticks.size() > 1 ? a.ticks[1] - a.ticks[0] : 0.0;
+  for (double t : a.ticks) a.labels.push_back(format_tick(t, step));
+  return a;
+}
+
+// Log axis: positions are log10(value); [lo, hi] are given as values > 0.
+Axis log_axis(double lo, double hi, bool pad_lo, bool pad_hi) {
+  Axis a;
+  a.log = true;
+  if (!(lo > 0) || !finite(lo)) lo = 1e-3;
+  if (!(hi > 0) || !finite(hi)) hi = lo * 10;
+  double llo = std::log10(lo), lhi = std::log10(hi);
+  if (llo == lhi) llo -= 0.5, lhi += 0.5;
+  const double d = (lhi - llo) * 0.05;
+  if (pad_lo) llo -= d;
+  if (pad_hi) lhi += d;
+  a.lo = llo, a.hi = lhi;
+  const int k0 = static_cast<int>(std::ceil(llo - 1e-9)), k1 = static_cast<int>(std::floor(lhi + 1e-9));
+  if (k1 - k0 >= 1) {
+    const int every = std::max(1, (k1 - k0 + 7) / 8);
+    for (int k = k0; k <= k1; ++k)
+      if ((k - k0) % every == 0) {
+        a.ticks.push_back(k);
+        a.labels.push_back(format_power_of_ten(k));
+      }
+    // With few decades, also label 2x and 5x so the axis has enough numbers on it.
+    const bool label_25 = k1 - k0 < 2;
+    if (k1 - k0 <= 6)
+      for (int k = k0 - 1; k <= k1; ++k)
+        for (int m = 2; m <= 9; ++m) {
+          const double p = k + std::log10(m);
+          if (!(p > llo && p < lhi)) continue;
+          if (label_25 && (m == 2 || m == 5)) {
+            a.ticks.push_back(p);
+            a.labels.push_back(format_tick(m * std::pow(10.0, k), std::pow(10.0, k)));
+          } else {
+            a.minor.push_back(p);
+          }
+        }
+    if (label_25) {
+      std::vector<size_t> order(a.ticks.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return a.ticks[x] < a.ticks[y]; });
+      std::vector<double> ticks;
+      std::vector<std::string> labels;
+      for (size_t i : order) ticks.push_back(a.ticks[i]), labels.push_back(a.labels[i]);
+      a.ticks = std::move(ticks);
+      a.labels = std::move(labels);
+    }
+  } else {
+    // Less than a decade: round linear values placed on the log scale.
+    const std::vector<double> lin = nice_ticks(std::pow(10.0, llo), std::pow(10.0, lhi), 5);
+    const double step = lin.size() > 1 ? lin[1] - lin[0] : 0.0;
+    for (double v : lin)
+      if (v > 0) {
+        a.ticks.push_back(std::log10(v));
+        a.labels.push_back(format_tick(v, step));
+      }
+  }
+  return a;
+}
+
+}  // namespace
+
+double PlotLayout::x_to_px(double x) const {
+  return plot.x + (x - x_lo) / (x_hi - x_lo) * (plot.w - 1);
+}
+
+double PlotLayout::y_to_px(double y) const {
+  if (log_y) y = y > 0 ? std::log10(y) : std::numeric_limits<double>::quiet_NaN();
+  return plot.y + (y_hi - y) / (y_hi - y_lo) * (plot.h - 1);
+}
+
+PlotLayout draw_line_plot(Canvas& canvas, const Rect& area, const std::vector<Series>& series,
+                          const LinePlotOptions& o) {
+  const int fs = std::max(1, o.font_scale);
+  const int label_h = Canvas::cap_height(fs);
+
+  // Data ranges.
+  double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
+  for (const Series& s : series) {
+    POSGRAD_CHECK(s.xs.empty() || s.xs.size() == s.ys.size(),
+                  "draw_line_plot: series '{}' has {} xs but {} ys", s.name, s.xs.size(), s.ys.size());
+    for (size_t i = 0; i < s.ys.size(); ++i) {
+      const double x = s.xs.empty() ? static_cast<double>(i) : s.xs[i], y = s.ys[i];
+      if (!finite(x) || !finite(y) || (o.log_y && !(y > 0))) continue;
+      xlo = std::min(xlo, x), xhi = std::max(xhi, x);
+      ylo = std::min(ylo, y), yhi = std::max(yhi, y);
+    }
+  }
+  if (!finite(xlo)) xlo = 0, xhi = 1;
+  if (!finite(ylo)) ylo = o.log_y ? 0.1 : 0, yhi = o.log_y ? 10 : 1;
+  if (o.x_min) xlo = *o.x_min;
+  if (o.x_max) xhi = *o.x_max;
+  if (o.y_min) ylo = *o.y_min;
+  if (o.y_max) yhi = *o.y_max;
+  Axis xa = linear_axis(xlo, xhi, false, false);
+  if (xlo == xhi) xa = linear_axis(xlo, xhi, true, true);
+  Axis ya = o.log_y ? log_axis(ylo, yhi, !o.y_min, !o.y_max) : linear_axis(ylo, yhi, !o.y_min, !o.y_max);
+
+  // Layout: title | y label, y ticks, plot | x ticks, x label.
+  Rect r = draw_title(canvas, area, o.title, fs);
+  const int tick_len = 4;
+  const int left = (o.y_label.empty() ? 0 : label_h + kPad) + max_width(ya.labels, fs) + kPad +
+                   tick_len + 2;
+  const int bottom = tick_len + kPad + label_h + (o.x_label.empty() ? 0 : kPad + label_h) + kPad;
+  const int right = std::max(kPad, Canvas::text_width(xa.labels.empty() ? "" : xa.labels.back(), fs) / 2 + 2);
+  const Rect plot = r.inset(left, label_h / 2 + 2, right, bottom);
+  PlotLayout layout{plot, xa.lo, xa.hi, ya.lo, ya.hi, o.log_y};
+  if (plot.w < 10 || plot.h < 10) return layout;
+
+  auto px = [&](double x) { return layout.x_to_px(x); };
+  auto py = [&](double v) {  // v already in axis units (log10 for log axes)
+    return plot.y + (ya.hi - v) / (ya.hi - ya.lo) * (plot.h - 1);
+  };
+
+  // Grid, frame, ticks.
+  const Color grid_major{225, 225, 225}, grid_minor{242, 242, 242};
+  if (o.grid) {
+    for (double m : ya.minor) canvas.fill_rect({plot.x, static_cast<int>(std::lround(py(m))), plot.w, 1}, grid_minor);
+    for (double t : ya.ticks) canvas.fill_rect({plot.x, static_cast<int>(std::lround(py(t))), plot.w, 1}, grid_major);
+    for (double t : xa.ticks) canvas.fill_rect({static_cast<int>(std::lround(px(t))), plot.y, 1, plot.h}, grid_major);
+  }
+  TextStyle tick;
+  tick.scale = fs;
+  tick.color = colors::dark_gray;
+  tick.align = Align::Right;
+  tick.valign = VAlign::Middle;
+  int last_label_y = std::numeric_limits<int>::max();
+  for (size_t i = 0; i < ya.ticks.size(); ++i) {
+    const int y = static_cast<int>(std::lround(py(ya.ticks[i])));
+    canvas.fill_rect({plot.x - tick_len, y, tick_len, 1}, colors::dark_gray);
+    if (last_label_y - y >= label_h + 4 || i == 0) {
+      canvas.text(plot.x - tick_len - kPad / 2 - 1, y, ya.labels[i], tick);
+      last_label_y = y;
+    }
+  }
+  tick.align = Align::Center;
+  tick.valign = VAlign::Top;
+  int last_label_right = std::numeric_limits<int>::min();
+  for (size_t i = 0; i < xa.ticks.size(); ++i) {
+    const int x = static_cast<int>(std::lround(px(xa.ticks[i])));
+    canvas.fill_rect({x, plot.bottom(), 1, tick_len}, colors::dark_gray);
+    const int w = Canvas::text_width(xa.labels[i], fs);
+    if (x - w / 2 > last_label_right + 8) {
+      canvas.text(x, plot.bottom() + tick_len + kPad / 2, xa.labels[i], tick);
+      last_label_right = x + w / 2;
+    }
+  }
+
+  // Series, clipped to the plot area; `drawn` keeps points along them for placing the legend.
+  std::vector<std::vector<std::pair<double, double>>> drawn(series.size());
+  for (size_t si = 0; si < series.size(); ++si) {
+    const Series& s = series[si];
+    const Color c = s.color.value_or(palette(static_cast<int>(si)));
+    bool have_prev = false;
+    double prev_x = 0, prev_y = 0;
+    for (size_t i = 0; i < s.ys.size(); ++i) {
+      const double x = s.xs.empty() ? static_cast<double>(i) : s.xs[i];
+      double y = s.ys[i];
+      if (o.log_y) y = y > 0 ? std::log10(y) : std::numeric_limits<double>::quiet_NaN();
+      if (!finite(x) || !finite(y)) {
+        have_prev = false;
+        continue;
+      }
+      const double cx = px(x), cy = py(y);
+      if (have_prev) {
+        double ax = prev_x, ay = prev_y, bx = cx, by = cy;
+        if (clip_segment(ax, ay, bx, by, plot.x, plot.y, plot.right() - 1, plot.bottom() - 1)) {
+          if (s.dashed) canvas.dashed_line(ax, ay, bx, by, c, 6, 4, s.thickness);
+          else canvas.line(ax, ay, bx, by, c, s.thickness);
+          const int samples = 1 + static_cast<int>(std::hypot(bx - ax, by - ay) / 4);
+          for (int k = 0; k <= samples; ++k)
+            drawn[si].emplace_back(ax + (bx - ax) * k / samples, ay + (by - ay) * k / samples);
+        }
+      }
+      if (s.marker_radius > 0 && plot.contains(static_cast<int>(cx), static_cast<int>(cy)))
+        canvas.circle(cx, cy, s.marker_radius, c);
+      have_prev = true, prev_x = cx, prev_y = cy;
+    }
+  }
+  canvas.stroke_rect(plot.inset(-1), colors::gray, 1);
+
+  // Axis labels.
+  TextStyle axis;
+  axis.scale = fs;
+  if (!o.x_label.empty()) {
+    axis.align = Align::Center;
+    canvas.text(plot.x + plot.w / 2, plot.bottom() + tick_len + kPad + label_h + kPad, o.x_label, axis);
+  }
+  if (!o.y_label.empty()) {
+    axis.vertical = true;
+    axis.align = Align::Center;
+    axis.valign = VAlign::Top;
+    canvas.text(r.x + 2, plot.y + plot.h / 2, o.y_label, axis);
+  }
+
+  // Legend, top right inside the plot.
+  std::vector<size_t> named;
+  for (size_t i = 0; i < series.size(); ++i)
+    if (!series[i].name.empty()) named.push_back(i);
+  if (o.legend && !named.empty()) {
+    const int swatch = 22, row_h = label_h + 8;
+    int text_w = 0;
+    for (size_t i : named) text_w = std::max(text_w, Canvas::text_width(series[i].name, fs));
+    const int bw = swatch + text_w + 3 * kPad, bh = static_cast<int>(named.size()) * row_h + kPad;
+    // The corner that hides the least data: top right, top left, bottom right, bottom left.
+    const Rect corners[4] = {{plot.right() - bw - 8, plot.y + 8, bw, bh},
+                             {plot.x + 8, plot.y + 8, bw, bh},
+                             {plot.right() - bw - 8, plot.bottom() - bh - 8, bw, bh},
+                             {plot.x + 8, plot.bottom() - bh - 8, bw, bh}};
+    size_t hidden[4] = {0, 0, 0, 0};
+    for (const auto& path : drawn)
+      for (const auto& [x, y] : path)
+        for (int c = 0; c < 4; ++c)
+          if (corners[c].inset(-4).contains(static_cast<int>(x), static_cast<int>(y))) ++hidden[c];
+    const Rect box = corners[std::min_element(hidden, hidden + 4) - hidden];
+    canvas.fill_rect(box, colors::white);
+    canvas.stroke_rect(box, colors::light_gray, 1);
+    axis.vertical = false;
+    axis.align = Align::Left;
+    axis.valign = VAlign::Middle;
+    for (size_t k = 0; k < named.size(); ++k) {
+      const Series& s = series[named[k]];
+      const Color c = s.color.value_or(palette(static_cast<int>(named[k])));
+      const int cy = box.y + kPad / 2 + static_cast<int>(k) * row_h + row_h / 2;
+      if (s.dashed) canvas.dashed_line(box.x + kPad, cy, box.x + kPad + swatch, cy, c, 6, 4, s.thickness);
+      else canvas.line(box.x + kPad, cy + 0.5, box.x + kPad + swatch, cy + 0.5, c, std::max(2.0, s.thickness));
+      canvas.text(box.x + 2 * kPad + swatch, cy, s.name, axis);
+    }
+  }
+  return layout;
+}
+
+// ------------------------------------------------------------------ figure
+
+namespace {
+int checked_figure_width(int rows, int cols, int panel_width, int panel_height) {
+  POSGRAD_CHECK(rows > 0 && cols > 0 && panel_width > 0 && panel_height > 0,
+                "Figure: bad grid {}x{} of {}x{} panels", rows, cols, panel_width, panel_height);
+  return cols * panel_width;
+}
+}  // namespace
+
+Figure::Figure(int rows, int cols, int panel_width, int panel_height, const std::string& title,
+               Color background)
+    : rows_(rows), cols_(cols), panel_w_(panel_width), panel_h_(panel_height),
+      top_(title.empty() ? 0 : Canvas::cap_height(3) + 3 * kPad),
+      canvas_(checked_figure_width(rows, cols, panel_width, panel_height), rows * panel_height + top_,
+              background) {
+  if (!title.empty()) {
+    TextStyle st;
+    st.scale = 3;
+    st.bold = true;
+    st.align = Align::Center;
+    canvas_.text(canvas_.width() / 2, 2 * kPad, title, st);
+  }
+}
+
+Rect Figure::panel(int row, int col, int row_span, int col_span) const {
+  POSGRAD_CHECK(row >= 0 && col >= 0 && row_span >= 1 && col_span >= 1 &&
+                    row + row_span <= rows_ && col + col_span <= cols_,
+                "Figure::panel: ({}, {}) spanning {}x{} is outside the {}x{} grid", row, col,
+                row_span, col_span, rows_, cols_);
+  return Rect{col * panel_w_, top_ + row * panel_h_, col_span * panel_w_, row_span * panel_h_}.inset(kPad);
+}
+
+}  // namespace posgrad::apps

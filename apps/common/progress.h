@@ -1,0 +1,80 @@
+// Progress: shows how far a long loop is. On a terminal, one line refreshed in place:
+//   train [########............]  40%  4000/10000  812 it/s  ETA 0:07  loss 0.31  acc 0.9
+// Otherwise (a log file, a pipe, CI) plain lines, at most one per `log_every_s` seconds or per
+// `log_every_percent` of the work, whichever comes first, so logs never flood.
+//
+//   Progress p(total_steps, "train");
+//   for (...) p.update(step, {{"loss", 0.31}, {"acc", 0.9}});
+//   p.finish();
+//
+// Deliberately does not: write metrics files (see run_dir.h), handle several bars at once, or
+// draw anything but ASCII.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace posgrad::apps {
+
+class Progress {
+ public:
+  using Metrics = std::vector<std::pair<std::string, double>>;
+  enum class Mode { Auto, Terminal, Plain };
+
+  struct Options {
+    Mode mode = Mode::Auto;          // Auto: Terminal when `stream` is a tty
+    std::FILE* stream = stdout;
+    double refresh_s = 0.1;          // terminal: redraw at most this often
+    double log_every_s = 30.0;       // plain: a line at least this often while running ...
+    double log_every_percent = 10.0; // ... and one per this much of the work (0: never)
+    double min_log_gap_s = 1.0;      // plain: never two lines closer than this (except finish)
+  };
+
+  // `total` steps (0 or less: unknown, no percent nor ETA); `label` starts every line.
+  Progress(int64_t total, std::string label);
+  Progress(int64_t total, std::string label, Options options);
+  ~Progress();  // finishes if finish() was not called
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  // `step` is the number of steps done (1..total). `metrics` are shown as "name value".
+  void update(int64_t step, const Metrics& metrics = {});
+  // Prints a message on its own line without breaking the progress line.
+  void print(const std::string& message);
+  // Prints the final line (steps, time, mean rate, last metrics). Idempotent.
+  void finish();
+
+  bool is_terminal() const { return terminal_; }
+  double elapsed_s() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string render(bool final_line, int width) const;
+  void draw_terminal(bool final_line);
+  void write_plain(bool final_line);
+  double rate() const;
+
+  int64_t total_;
+  std::string label_;
+  Options opt_;
+  bool terminal_ = false;
+  bool finished_ = false;
+  bool line_open_ = false;  // terminal: a progress line is on screen
+  Clock::time_point start_;
+  Clock::time_point last_draw_;
+  int64_t first_step_ = -1;
+  int64_t step_ = 0;
+  int64_t last_percent_bucket_ = 0;
+  Metrics metrics_;
+  std::deque<std::pair<double, int64_t>> samples_;  // (seconds, step) for the recent rate
+};
+
+// "0:07", "12:34", "1:02:03".
+std::string format_duration(double seconds);
+
+}  // namespace posgrad::apps

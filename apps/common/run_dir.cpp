@@ -1,0 +1,149 @@
+// RunDir: see run_dir.h.
+#include "apps/common/run_dir.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "apps/common/atomic_write.h"
+#include "apps/common/cli.h"
+#include "tensor/error.h"
+
+namespace posgrad::apps {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void make_dirs(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  POSGRAD_CHECK(!ec, "cannot create folder '{}': {}", dir.string(), ec.message());
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-_./=:,+@%") == std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+RunDir::RunDir(fs::path dir, ExistingRun existing)
+    : dir_(std::move(dir)), opened_(std::chrono::steady_clock::now()) {
+  POSGRAD_CHECK(!dir_.empty(), "run folder: empty path");
+  std::error_code ec;
+  if (fs::exists(dir_, ec)) {
+    POSGRAD_CHECK(fs::is_directory(dir_, ec), "run folder '{}' exists and is not a folder",
+                  dir_.string());
+    if (!fs::is_empty(dir_, ec) && existing == ExistingRun::Refuse) {
+      std::string listing;
+      int shown = 0;
+      for (const auto& item : fs::directory_iterator(dir_, ec)) {
+        if (shown == 5) {
+          listing += ", ...";
+          break;
+        }
+        listing += (shown++ ? ", " : "") + item.path().filename().string();
+      }
+      fail("run folder '{}' already exists and holds files ({}); choose another --out or pass "
+           "--overwrite",
+           dir_.string(), listing);
+    }
+  }
+  make_dirs(dir_);
+  if (existing == ExistingRun::Overwrite) fs::remove(summary_path(), ec);
+  const char* mode = existing == ExistingRun::Append ? "a" : "w";
+  metrics_ = std::fopen(metrics_path().c_str(), mode);
+  POSGRAD_CHECK(metrics_ != nullptr, "cannot open '{}': {}", metrics_path().string(),
+                std::strerror(errno));
+}
+
+RunDir::~RunDir() {
+  if (metrics_) std::fclose(metrics_);
+}
+
+RunDir::RunDir(RunDir&& other) noexcept
+    : dir_(std::move(other.dir_)), metrics_(std::exchange(other.metrics_, nullptr)),
+      opened_(other.opened_) {}
+
+RunDir& RunDir::operator=(RunDir&& other) noexcept {
+  if (this != &other) {
+    if (metrics_) std::fclose(metrics_);
+    dir_ = std::move(other.dir_);
+    metrics_ = std::exchange(other.metrics_, nullptr);
+    opened_ = other.opened_;
+  }
+  return *this;
+}
+
+double RunDir::seconds_since_open() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count();
+}
+
+void RunDir::write_config(const Config& config) {
+  atomic_write_text(config_path(), config.to_yaml());
+}
+
+void RunDir::log_metrics(const nlohmann::json& record) {
+  POSGRAD_CHECK(record.is_object(), "log_metrics: the record must be a JSON object, got {}",
+                record.dump());
+  POSGRAD_CHECK(metrics_ != nullptr, "log_metrics: the run folder was moved from");
+  std::string line;
+  if (record.contains("time_s")) {
+    line = record.dump();
+  } else {
+    nlohmann::json copy = record;
+    copy["time_s"] = std::round(seconds_since_open() * 1000.0) / 1000.0;
+    line = copy.dump();
+  }
+  line += '\n';
+  const bool ok = std::fwrite(line.data(), 1, line.size(), metrics_) == line.size() &&
+                  std::fflush(metrics_) == 0;
+  POSGRAD_CHECK(ok, "cannot write '{}': {}", metrics_path().string(), std::strerror(errno));
+}
+
+void RunDir::write_summary(const nlohmann::json& summary) {
+  atomic_write_text(summary_path(), summary.dump(2) + "\n");
+}
+
+void RunDir::write_text(const std::string& name, const std::string& text) {
+  POSGRAD_CHECK(!name.empty() && fs::path(name).is_relative(),
+                "write_text: '{}' must be a relative name inside the run folder", name);
+  atomic_write_text(dir_ / name, text);
+}
+
+fs::path RunDir::figure_path(const std::string& name) const {
+  POSGRAD_CHECK(!name.empty(), "figure_path: empty name");
+  fs::path p = dir_ / "figures" / name;
+  if (!p.has_extension()) p += ".png";
+  make_dirs(p.parent_path());
+  return p;
+}
+
+fs::path RunDir::checkpoint_path(const std::string& name) const {
+  POSGRAD_CHECK(!name.empty(), "checkpoint_path: empty name");
+  fs::path p = dir_ / "checkpoints" / name;
+  make_dirs(p.parent_path());
+  return p;
+}
+
+RunDir open_run_dir(const CommandLine& cl) {
+  RunDir run(cl.out_dir, cl.overwrite ? ExistingRun::Overwrite : ExistingRun::Refuse);
+  run.write_config(cl.config);
+  std::string command;
+  for (size_t i = 0; i < cl.args.size(); ++i) command += (i ? " " : "") + shell_quote(cl.args[i]);
+  run.write_text("command.txt", command + "\n");
+  return run;
+}
+
+}  // namespace posgrad::apps

@@ -1,0 +1,26 @@
+// Scaled dot-product attention on per-head tensors, with optional key-padding and causal masks.
+// This is the dense reference computation: it materialises the [B, H, N, M] scores. Positional
+// schemes and span modulators (the attention pipeline) arrive with the positional issue and
+// plug in around it.
+#pragma once
+
+#include "autograd/functions.h"
+
+namespace posgrad {
+
+struct AttentionMasks {
+  Tensor key_padding;  // [B, M], non-zero = padded key (never attended); undefined = none
+  bool causal = false; // query i sees keys j <= i (requires N == M)
+};
+
+// q [B, H, N, Dh], k [B, H, M, Dh], v [B, H, M, Dv] -> [B, H, N, Dv].
+// `probs_out`, when given, receives the attention probabilities [B, H, N, M] (for figures).
+// A query whose keys are all masked gets zero output (not NaN).
+Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
+                                      const AttentionMasks& masks = {}, Tensor* probs_out = nullptr);
+
+// The boolean mask (1 = blocked) that `masks` describes, broadcastable to [B, 1, N, M];
+// undefined when nothing is masked.
+Tensor attention_block_mask(const AttentionMasks& masks, int64_t B, int64_t N, int64_t M, DType dtype);
+
+}  // namespace posgrad

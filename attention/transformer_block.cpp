@@ -1,0 +1,37 @@
+// TransformerEncoderBlock and FeedForward (see transformer_block.h).
+#include "attention/transformer_block.h"
+
+namespace posgrad {
+
+FeedForward::FeedForward(int64_t width, int64_t ff_width, const std::string& activation, Generator& gen)
+    : gelu_(activation == "gelu") {
+  if (activation != "gelu" && activation != "relu")
+    fail("FeedForward: unknown activation '{}' (valid: gelu, relu)", activation);
+  fc1_ = register_module("fc1", std::make_shared<Linear>(width, ff_width, true, gen));
+  fc2_ = register_module("fc2", std::make_shared<Linear>(ff_width, width, true, gen));
+}
+
+Variable FeedForward::forward(const Variable& x) {
+  Variable h = fc1_->forward(x);
+  return fc2_->forward(gelu_ ? gelu(h) : relu(h));
+}
+
+TransformerEncoderBlock::TransformerEncoderBlock(const TransformerBlockConfig& config, Generator& gen)
+    : config_(config) {
+  norm1_ = register_module("norm1", std::make_shared<LayerNorm>(config.width));
+  attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(config.width, config.heads, gen));
+  norm2_ = register_module("norm2", std::make_shared<LayerNorm>(config.width));
+  ff_ = register_module("ff", std::make_shared<FeedForward>(config.width, config.ff_width, config.activation, gen));
+  drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, gen.seed() + 7919));
+}
+
+Variable TransformerEncoderBlock::forward(const Variable& x, const AttentionMasks& masks) {
+  if (config_.pre_norm) {
+    Variable h = x + drop_->forward(attn_->forward(norm1_->forward(x), masks));
+    return h + drop_->forward(ff_->forward(norm2_->forward(h)));
+  }
+  Variable h = norm1_->forward(x + drop_->forward(attn_->forward(x, masks)));
+  return norm2_->forward(h + drop_->forward(ff_->forward(h)));
+}
+
+}  // namespace posgrad

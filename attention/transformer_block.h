@@ -1,0 +1,47 @@
+// TransformerEncoderBlock: self-attention and a feed-forward network, each in a residual branch,
+// with LayerNorm before the branch (pre-LN) or after the residual sum (post-LN):
+//   pre-LN:  x = x + drop(attn(norm1(x)));  x = x + drop(ff(norm2(x)))
+//   post-LN: x = norm1(x + drop(attn(x)));  x = norm2(x + drop(ff(x)))
+// ff = fc2(act(fc1(x))), act = GELU or ReLU. Parameter names match tools/golden_transformer.py.
+#pragma once
+
+#include "attention/multi_head_attention.h"
+#include "nn/dropout.h"
+#include "nn/layer_norm.h"
+
+namespace posgrad {
+
+struct TransformerBlockConfig {
+  int64_t width = 128;   // D
+  int64_t heads = 4;     // H
+  int64_t ff_width = 512;
+  double dropout = 0.0;
+  bool pre_norm = true;
+  std::string activation = "gelu";  // gelu | relu
+};
+
+class FeedForward : public Module {
+ public:
+  FeedForward(int64_t width, int64_t ff_width, const std::string& activation, Generator& gen);
+  Variable forward(const Variable& x);  // [B, N, D] -> [B, N, D]
+
+ private:
+  bool gelu_;
+  std::shared_ptr<Linear> fc1_, fc2_;
+};
+
+class TransformerEncoderBlock : public Module {
+ public:
+  TransformerEncoderBlock(const TransformerBlockConfig& config, Generator& gen);
+  Variable forward(const Variable& x, const AttentionMasks& masks = {});  // [B, N, D]
+  MultiHeadAttention& attention() { return *attn_; }
+
+ private:
+  TransformerBlockConfig config_;
+  std::shared_ptr<LayerNorm> norm1_, norm2_;
+  std::shared_ptr<MultiHeadAttention> attn_;
+  std::shared_ptr<FeedForward> ff_;
+  std::shared_ptr<Dropout> drop_;
+};
+
+}  // namespace posgrad

@@ -1,0 +1,179 @@
+// bench_sgemm: times posgrad::cpu::sgemm on square float32 matrices (C = A @ B) and compares it
+// with PyTorch on the same number of threads, by running the twin script bench/sgemm_torch.py.
+//
+// Usage: bench_sgemm [--sizes 256,512,1024,2048] [--reps N] [--no-torch]
+// Threads: OMP_NUM_THREADS (the torch script gets the same count; default 2 there when unset).
+// Per size: warm-up, then N timed repetitions; the median is reported, in ms and GFLOP/s
+// (2 n^3 flops). Each result is spot-checked against a double-precision dot product.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tensor/cpu/gemm.h"
+
+#ifdef POSGRAD_OPENMP
+#include <omp.h>
+#endif
+
+#ifndef POSGRAD_SOURCE_DIR
+#define POSGRAD_SOURCE_DIR "."
+#endif
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double gflops(int64_t n, double ms) { return 2.0 * double(n) * double(n) * double(n) / (ms * 1e6); }
+
+struct TorchResults {
+  std::string info;                   // the script's INFO line, or why there are no results
+  std::map<int64_t, double> matmul;   // n -> median ms
+  std::map<int64_t, double> onednn;   // n -> median ms
+  bool ok = false;
+};
+
+TorchResults run_torch(const std::string& sizes, int reps, int threads) {
+  TorchResults r;
+  const std::string script = std::string(POSGRAD_SOURCE_DIR) + "/bench/sgemm_torch.py";
+  const std::string cmd = "/usr/bin/python3 '" + script + "' --sizes " + sizes + " --reps " +
+                          std::to_string(reps) + " --threads " + std::to_string(threads) +
+                          " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) {
+    r.info = "could not start /usr/bin/python3";
+    return r;
+  }
+  std::string all;
+  char line[4096];
+  while (fgets(line, sizeof line, pipe)) {
+    all += line;
+    std::istringstream in(line);
+    std::string tag;
+    in >> tag;
+    if (tag == "INFO") {
+      r.info = std::string(line + 5);
+      while (!r.info.empty() && r.info.back() == '\n') r.info.pop_back();
+    } else if (tag == "RESULT") {
+      std::string path;
+      int64_t n = 0;
+      double ms = 0;
+      if (in >> path >> n >> ms) (path == "onednn" ? r.onednn : r.matmul)[n] = ms;
+    }
+  }
+  const int status = pclose(pipe);
+  r.ok = status == 0 && !r.matmul.empty();
+  if (!r.ok) {
+    // Most likely python3 or torch is missing; show the tail of what it said.
+    if (all.size() > 600) all = "..." + all.substr(all.size() - 600);
+    r.info = "PyTorch unavailable (" + cmd + " failed):\n" + all;
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int64_t> sizes = {256, 512, 1024, 2048};
+  int reps = 10;
+  bool torch = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) {
+      sizes.clear();
+      std::stringstream ss(argv[++i]);
+      std::string tok;
+      while (std::getline(ss, tok, ','))
+        if (!tok.empty()) sizes.push_back(std::stoll(tok));
+    } else if (a == "--reps" && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--no-torch") {
+      torch = false;
+    } else {
+      std::fprintf(stderr, "usage: %s [--sizes 256,512,1024,2048] [--reps N] [--no-torch]\n", argv[0]);
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+  int threads = 1;
+#ifdef POSGRAD_OPENMP
+  threads = omp_get_max_threads();
+#endif
+  std::printf("posgrad sgemm, square C = A @ B, %d thread(s) (OMP_NUM_THREADS), %d reps, median\n",
+              threads, reps);
+
+  std::map<int64_t, double> ours;
+  std::mt19937 rng(42);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  bool all_correct = true;
+  for (int64_t n : sizes) {
+    std::vector<float> A(n * n), B(n * n), C(n * n);
+    for (auto& x : A) x = dist(rng);
+    for (auto& x : B) x = dist(rng);
+    auto once = [&] {
+      posgrad::cpu::sgemm(false, false, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+    };
+    for (int w = 0; w < 2; ++w) once();
+    std::vector<double> times;
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      once();
+      const auto t1 = std::chrono::steady_clock::now();
+      times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    ours[n] = median(times);
+    // Spot check a few entries against a double-precision dot product.
+    for (int s = 0; s < 8; ++s) {
+      const int64_t i = (s * 7919) % n, j = (s * 104729 + 13) % n;
+      double ref = 0, mag = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        ref += double(A[i * n + k]) * B[k * n + j];
+        mag += std::abs(double(A[i * n + k]) * B[k * n + j]);
+      }
+      if (std::abs(C[i * n + j] - ref) > 1e-5 * mag + 1e-6) all_correct = false;
+    }
+    std::printf("  n=%5lld  %10.3f ms  %8.2f GFLOP/s\n", static_cast<long long>(n), ours[n],
+                gflops(n, ours[n]));
+    std::fflush(stdout);
+  }
+  if (!all_correct) std::printf("WARNING: spot check against a double dot product FAILED\n");
+
+  if (!torch) return all_correct ? 0 : 1;
+  std::string size_list;
+  for (int64_t n : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(n);
+  const TorchResults tr = run_torch(size_list, reps, threads);
+  if (!tr.ok) {
+    std::printf("\n%s\nOnly posgrad's numbers are shown above.\n", tr.info.c_str());
+    return all_correct ? 0 : 1;
+  }
+  std::printf("\n%s\n", tr.info.c_str());
+  std::printf("ratio = posgrad GFLOP/s / torch GFLOP/s. torch.matmul uses PyTorch's BLAS; oneDNN is\n"
+              "PyTorch's bundled tuned sgemm (mkldnn_linear), the stronger reference.\n\n");
+  std::printf("%6s | %10s %8s | %12s %8s %8s | %12s %8s %8s\n", "n", "posgrad ms", "GFLOP/s",
+              "torch.mm ms", "GFLOP/s", "ratio", "oneDNN ms", "GFLOP/s", "ratio");
+  for (int64_t n : sizes) {
+    const double ms = ours[n];
+    std::printf("%6lld | %10.3f %8.2f |", static_cast<long long>(n), ms, gflops(n, ms));
+    for (const auto* m : {&tr.matmul, &tr.onednn}) {
+      auto it = m->find(n);
+      if (it == m->end()) {
+        std::printf(" %12s %8s %8s |", "-", "-", "-");
+      } else {
+        std::printf(" %12.3f %8.2f %7.0f%% |", it->second, gflops(n, it->second),
+                    100.0 * it->second / ms);
+      }
+    }
+    std::printf("\n");
+  }
+  return all_correct ? 0 : 1;
+}

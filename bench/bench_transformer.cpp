@@ -1,0 +1,103 @@
+// bench_transformer: one training step (forward, cross-entropy, backward, AdamW) of the
+// transformer classifier at a realistic size, against its PyTorch twin (bench/transformer_torch.py)
+// on the same number of threads. Prints both medians and the ratio.
+//
+// Usage: bench_transformer [--batch 32] [--tokens 256] [--width 128] [--heads 4] [--ff 512]
+//                          [--layers 4] [--reps 5] [--warmup 2] [--no-torch]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "attention/transformer_classifier.h"
+#include "nn/adam.h"
+#include "nn/losses.h"
+#include "posgrad.h"
+
+#ifdef POSGRAD_OPENMP
+#include <omp.h>
+#endif
+
+using namespace posgrad;
+
+namespace {
+double run_torch(const std::map<std::string, int64_t>& a, int threads) {
+  std::string cmd = fmt::format("OMP_NUM_THREADS={} /usr/bin/python3 {}/bench/transformer_torch.py", threads, POSGRAD_SOURCE_DIR);
+  for (const auto& [k, v] : a) cmd += fmt::format(" --{} {}", k, v);
+  cmd += " 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  std::string out;
+  while (fgets(buf, sizeof buf, pipe)) out += buf;
+  if (pclose(pipe) != 0) return -1;
+  const auto at = out.find("\"median_ms\": ");
+  return at == std::string::npos ? -1 : std::stod(out.substr(at + 13));
+}
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::map<std::string, int64_t> a{{"batch", 32}, {"tokens", 256}, {"width", 128}, {"heads", 4},
+                                   {"ff", 512},   {"layers", 4},   {"reps", 5},    {"warmup", 2},
+                                   {"classes", 10}, {"vocab", 256}};
+  bool torch = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--no-torch") { torch = false; continue; }
+    if (arg.rfind("--", 0) != 0 || i + 1 >= argc || !a.count(arg.substr(2)))
+      fail("bench_transformer: unknown or incomplete argument '{}'", arg);
+    a[arg.substr(2)] = std::stoll(argv[++i]);
+  }
+  int threads = 1;
+#ifdef POSGRAD_OPENMP
+  threads = omp_get_max_threads();
+#endif
+  Generator gen(0);
+  TransformerClassifierConfig cfg;
+  cfg.vocab = a["vocab"];
+  cfg.max_tokens = a["tokens"];
+  cfg.classes = a["classes"];
+  cfg.layers = a["layers"];
+  cfg.block.width = a["width"];
+  cfg.block.heads = a["heads"];
+  cfg.block.ff_width = a["ff"];
+  TransformerClassifier model(cfg, gen);
+  AdamW opt(model.parameters(), 1e-3);
+  Generator data_gen(1);
+  Tensor tokens = clamp(mul_scalar(uniform({a["batch"], a["tokens"]}, 0, 1, data_gen), double(a["vocab"])), 0, double(a["vocab"] - 1)).to(kInt64);
+  Tensor labels = clamp(mul_scalar(uniform({a["batch"]}, 0, 1, data_gen), double(a["classes"])), 0, double(a["classes"] - 1)).to(kInt64);
+
+  auto step = [&] {
+    opt.zero_grad();
+    Variable loss = cross_entropy(model.forward(tokens), labels);
+    loss.backward();
+    opt.step();
+  };
+  for (int64_t i = 0; i < a["warmup"]; ++i) step();
+  std::vector<double> runs;
+  for (int64_t i = 0; i < a["reps"]; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    runs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(runs.begin(), runs.end());
+  const double ours = runs[runs.size() / 2];
+  fmt::print("transformer training step  B={} N={} D={} H={} ff={} L={}  threads={}\n", a["batch"], a["tokens"],
+             a["width"], a["heads"], a["ff"], a["layers"], threads);
+  fmt::print("  posgrad median {:.1f} ms  (runs: {:.1f})\n", ours, fmt::join(runs, ", "));
+  if (torch) {
+    std::map<std::string, int64_t> ta = a;
+    const double theirs = run_torch(ta, threads);
+    if (theirs < 0) {
+      fmt::print("  PyTorch twin unavailable (needs /usr/bin/python3 with torch: scripts/install_deps.sh --bench)\n");
+    } else {
+      fmt::print("  PyTorch median {:.1f} ms\n", theirs);
+      fmt::print("  ratio posgrad/PyTorch = {:.2f}x  (< 1 means posgrad is faster)\n", ours / theirs);
+    }
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_transformer: %s\n", e.what());
+  return 1;
+}

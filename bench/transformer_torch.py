@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""PyTorch twin of bench_transformer: one training step (forward, cross-entropy, backward, AdamW)
+of the same transformer classifier (tools/golden_transformer.py's model), on the same threads.
+Prints one JSON line: {"median_ms": ..., "runs_ms": [...]}."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from golden_transformer import Classifier  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for name, default in (("batch", 32), ("tokens", 256), ("width", 128), ("heads", 4), ("ff", 512),
+                          ("layers", 4), ("classes", 10), ("vocab", 256), ("reps", 5), ("warmup", 2),
+                          ("threads", int(os.environ.get("OMP_NUM_THREADS", "2")))):
+        p.add_argument("--" + name, type=int, default=default)
+    p.add_argument("--activation", default="gelu")
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    cfg = dict(vocab=a.vocab, tokens=a.tokens, width=a.width, heads=a.heads, ff=a.ff, layers=a.layers,
+               classes=a.classes, pre_norm=True, activation=a.activation)
+    model = Classifier(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = torch.randint(0, a.vocab, (a.batch, a.tokens))
+    pad = torch.zeros(a.batch, a.tokens)
+    labels = torch.randint(0, a.classes, (a.batch,))
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(tokens, pad), labels)
+        loss.backward()
+        opt.step()
+
+    for _ in range(a.warmup):
+        step()
+    runs = []
+    for _ in range(a.reps):
+        t0 = time.perf_counter()
+        step()
+        runs.append((time.perf_counter() - t0) * 1e3)
+    runs.sort()
+    print(json.dumps({"median_ms": runs[len(runs) // 2], "runs_ms": runs, "threads": a.threads,
+                      "torch": torch.__version__}))
+
+
+if __name__ == "__main__":
+    main()

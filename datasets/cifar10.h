@@ -1,0 +1,55 @@
+// CIFAR-10, binary version: data_batch_1.bin .. data_batch_5.bin (50,000 training images) and,
+// when a user has it, test_batch.bin (10,000). Each record is 3073 bytes: 1 label byte (0..9),
+// then 1024 red, 1024 green, 1024 blue bytes, each plane row-major 32x32.
+// images: float32 [n, 3, 32, 32] in [-1, 1] (x/255 then Normalize(0.5, 0.5), the posattn
+// protocol; PixelRange::Unit gives [0, 1]); labels: int64 [n].
+// For the posattn train/validation split see load_cifar10_posattn (and split.h); for the
+// 1-D / channels-last token layout see image_sequence.h.
+// This file deliberately does no augmentation (posattn uses none).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "datasets/dataset.h"
+#include "datasets/pixels.h"
+#include "datasets/split.h"
+
+namespace posgrad {
+
+inline constexpr int64_t kCifarRecordBytes = 3073;
+inline constexpr int64_t kCifarTrainBatches = 5;
+
+struct Cifar10 {
+  Tensor images;  // float32 [n, 3, 32, 32]
+  Tensor labels;  // int64 [n], 0..9
+  int64_t size() const { return images.size(0); }
+  // A TensorDataset: example i is input float32 [3, 32, 32], target int64 [].
+  std::shared_ptr<TensorDataset> dataset() const;
+};
+
+// One or more batch files, concatenated in the given order. Errors name the file: missing, empty,
+// size not a multiple of 3073, a label above 9 (with its record index).
+Cifar10 load_cifar10_files(const std::vector<std::filesystem::path>& files,
+                           PixelRange range = PixelRange::Symmetric);
+// data_batch_1.bin .. data_batch_5.bin from `dir` (50,000 images).
+Cifar10 load_cifar10_train(const std::filesystem::path& dir, PixelRange range = PixelRange::Symmetric);
+// test_batch.bin from `dir` when it exists, else nullopt.
+std::optional<Cifar10> load_cifar10_test(const std::filesystem::path& dir,
+                                         PixelRange range = PixelRange::Symmetric);
+// Class names from batches.meta.txt when present, else the standard ten.
+std::vector<std::string> cifar10_class_names(const std::filesystem::path& dir = {});
+
+// The posattn protocol: the 50,000 training images in [-1, 1], split 80/20 (40,000 / 10,000) by
+// random_split with `seed` (see split.h for how this relates to torch's random_split).
+struct Cifar10Splits {
+  Cifar10 all;     // the 50,000 images the parts index into
+  TrainVal parts;  // parts.train (40,000), parts.val (10,000)
+};
+Cifar10Splits load_cifar10_posattn(const std::filesystem::path& dir, uint64_t seed,
+                                   double val_fraction = 0.2);
+
+}  // namespace posgrad

@@ -1,0 +1,31 @@
+// Where the datasets live. The project keeps them in `../shared/data` beside the repository;
+// users point elsewhere with an explicit folder (a flag or config key) or POSGRAD_DATA_DIR.
+// Lookup order, first match wins:
+//   1. `configured` (when non-empty): must exist, else an Error.
+//   2. the environment variable POSGRAD_DATA_DIR (when set and non-empty): must exist, else an Error.
+//   3. <current directory>/../shared/data
+//   4. <repo root>/../shared/data, the repo root being the nearest ancestor of the current
+//      directory that holds posgrad.h and datasets/ (so any build folder inside the repo works)
+//   5. <the source tree this library was built from>/../shared/data (so a build folder outside
+//      the repo works too)
+// When nothing matches, the Error lists every place it looked.
+// This file deliberately knows no dataset layouts (mnist/, cifar10/, ... are the loaders' business).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace posgrad {
+
+inline constexpr const char* kDataDirEnv = "POSGRAD_DATA_DIR";
+
+std::filesystem::path find_data_dir(const std::string& configured = "");
+// The same, but nullopt instead of an Error when nothing is found (tests that skip without data).
+// A `configured` folder or POSGRAD_DATA_DIR that does not exist is still an Error.
+std::optional<std::filesystem::path> try_find_data_dir(const std::string& configured = "");
+// The automatic candidates (steps 3-5), in order, for messages and docs.
+std::vector<std::filesystem::path> data_dir_candidates();
+
+}  // namespace posgrad

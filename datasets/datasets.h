@@ -1,0 +1,20 @@
+// The datasets layer in one include: Dataset/DataLoader, the file formats (IDX/MNIST, CIFAR-10
+// binary, char-level text), the count24 task, splits, the data folder lookup and SHA-256 checks.
+// This file deliberately declares nothing itself.
+#pragma once
+
+#include "datasets/char_corpus.h"
+#include "datasets/char_vocab.h"
+#include "datasets/cifar10.h"
+#include "datasets/count24.h"
+#include "datasets/data_dir.h"
+#include "datasets/data_loader.h"
+#include "datasets/dataset.h"
+#include "datasets/file_bytes.h"
+#include "datasets/idx.h"
+#include "datasets/image_sequence.h"
+#include "datasets/mnist.h"
+#include "datasets/pixels.h"
+#include "datasets/seeding.h"
+#include "datasets/sha256.h"
+#include "datasets/split.h"

@@ -1,0 +1,150 @@
+// Training checkpoints: see checkpoint.h for the layout.
+#include "nn/checkpoint.h"
+
+#include <cerrno>
+#include <charconv>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "nn/atomic_file.h"
+
+namespace posgrad {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kStateFile = "state.json";
+constexpr const char* kHyperPrefix = "hyper.";
+
+// Shortest text that parses back to exactly `v`.
+std::string exact(double v) { return fmt::format("{}", v); }
+
+double parse_double(const std::string& text, const std::string& what, const fs::path& file) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end) fail("checkpoint file '{}': {} '{}' is not a number", file.string(), what, text);
+  return v;
+}
+
+int64_t parse_int(const std::string& text, const std::string& what, const fs::path& file) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end) fail("checkpoint file '{}': {} '{}' is not an integer", file.string(), what, text);
+  return v;
+}
+
+const std::string& meta(const SafetensorsContents& c, const std::string& key, const fs::path& file) {
+  auto it = c.metadata.find(key);
+  if (it == c.metadata.end()) fail("checkpoint file '{}': metadata '{}' is missing", file.string(), key);
+  return it->second;
+}
+
+}  // namespace
+
+void save_optimizer_state(const fs::path& path, const OptimizerState& state, int64_t step) {
+  std::map<std::string, std::string> metadata;
+  metadata["format"] = "posgrad-optimizer";
+  metadata["kind"] = state.kind;
+  metadata["step"] = std::to_string(step);
+  for (const auto& [k, v] : state.hyper) metadata[kHyperPrefix + k] = exact(v);
+  save_safetensors(path, state.tensors, metadata);
+}
+
+OptimizerState load_optimizer_state(const fs::path& path, int64_t* step) {
+  const SafetensorsContents c = load_safetensors(path);
+  if (meta(c, "format", path) != "posgrad-optimizer")
+    fail("checkpoint file '{}': not a posgrad optimizer file (format '{}')", path.string(), meta(c, "format", path));
+  OptimizerState state;
+  state.kind = meta(c, "kind", path);
+  const std::string prefix = kHyperPrefix;
+  for (const auto& [k, v] : c.metadata)
+    if (k.rfind(prefix, 0) == 0) state.hyper[k.substr(prefix.size())] = parse_double(v, "metadata '" + k + "'", path);
+  state.tensors = c.tensors;
+  if (step) *step = parse_int(meta(c, "step", path), "metadata 'step'", path);
+  return state;
+}
+
+void save_checkpoint(const fs::path& dir, const Checkpoint& ckpt) {
+  json extra;
+  try {
+    extra = json::parse(ckpt.extra_json);
+  } catch (const nlohmann::json::exception& e) {
+    fail("save_checkpoint '{}': extra_json is not valid JSON ({})", dir.string(), e.what());
+  }
+  if (!extra.is_object()) fail("save_checkpoint '{}': extra_json must be a JSON object, got {}", dir.string(), extra.dump());
+  if (ckpt.step < 0) fail("save_checkpoint '{}': negative step {}", dir.string(), ckpt.step);
+
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("save_checkpoint: cannot create the directory '{}': {}", dir.string(), ec.message());
+
+  save_safetensors(dir / kModelFile, ckpt.model,
+                   {{"format", "posgrad-model"}, {"step", std::to_string(ckpt.step)}});
+  save_optimizer_state(dir / kOptimizerFile, ckpt.optimizer, ckpt.step);
+
+  json state;
+  state["format"] = "posgrad-checkpoint";
+  state["version"] = 1;
+  state["step"] = ckpt.step;
+  state["rng"] = {{"seed", ckpt.rng_seed}, {"offset", ckpt.rng_offset}};
+  state["optimizer"] = ckpt.optimizer.kind;
+  state["files"] = {kModelFile, kOptimizerFile};
+  state["extra"] = std::move(extra);
+  write_file_atomically(dir / kStateFile, state.dump(2) + "\n");
+}
+
+Checkpoint load_checkpoint(const fs::path& dir) {
+  const fs::path state_path = dir / kStateFile;
+  json state;
+  try {
+    state = json::parse(read_file_bytes(state_path));
+  } catch (const nlohmann::json::exception& e) {
+    fail("checkpoint file '{}': not valid JSON ({})", state_path.string(), e.what());
+  }
+  auto field = [&](const json& obj, const char* key, auto check, const char* type) -> const json& {
+    if (!obj.is_object() || !obj.contains(key) || !check(obj[key]))
+      fail("checkpoint file '{}': '{}' is missing or not {}", state_path.string(), key, type);
+    return obj[key];
+  };
+  auto is_str = [](const json& j) { return j.is_string(); };
+  auto is_int = [](const json& j) { return j.is_number_integer(); };
+  auto is_uint = [](const json& j) { return j.is_number_unsigned(); };
+  auto is_obj = [](const json& j) { return j.is_object(); };
+  if (field(state, "format", is_str, "a string").get<std::string>() != "posgrad-checkpoint")
+    fail("checkpoint file '{}': not a posgrad checkpoint (format '{}')", state_path.string(),
+         state["format"].get<std::string>());
+  if (field(state, "version", is_int, "an integer").get<int64_t>() != 1)
+    fail("checkpoint file '{}': unsupported version {}", state_path.string(), state["version"].dump());
+
+  Checkpoint ckpt;
+  ckpt.step = field(state, "step", is_int, "an integer").get<int64_t>();
+  const json& rng = field(state, "rng", is_obj, "an object");
+  ckpt.rng_seed = field(rng, "seed", is_uint, "a non-negative integer").get<uint64_t>();
+  ckpt.rng_offset = field(rng, "offset", is_uint, "a non-negative integer").get<uint64_t>();
+  const std::string kind = field(state, "optimizer", is_str, "a string").get<std::string>();
+  ckpt.extra_json = field(state, "extra", is_obj, "an object").dump();
+
+  const fs::path model_path = dir / kModelFile;
+  SafetensorsContents model = load_safetensors(model_path);
+  const int64_t model_step = parse_int(meta(model, "step", model_path), "metadata 'step'", model_path);
+  int64_t optimizer_step = 0;
+  const fs::path optimizer_path = dir / kOptimizerFile;
+  ckpt.optimizer = load_optimizer_state(optimizer_path, &optimizer_step);
+  if (model_step != ckpt.step || optimizer_step != ckpt.step)
+    fail("checkpoint '{}' is inconsistent (a save was interrupted?): {} is from step {}, {} from step {}, {} "
+         "from step {}", dir.string(), kStateFile, ckpt.step, kModelFile, model_step, kOptimizerFile, optimizer_step);
+  if (ckpt.optimizer.kind != kind)
+    fail("checkpoint '{}' is inconsistent: {} names optimizer '{}' but {} holds '{}'", dir.string(), kStateFile,
+         kind, kOptimizerFile, ckpt.optimizer.kind);
+  ckpt.model = std::move(model.tensors);
+  return ckpt;
+}
+
+}  // namespace posgrad

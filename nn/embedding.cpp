@@ -1,0 +1,35 @@
+// Embedding (see embedding.h).
+#include "nn/embedding.h"
+
+#include "autograd/functions.h"
+#include "nn/init.h"
+
+namespace posgrad {
+
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen)
+    : num_(num_embeddings), dim_(embedding_dim) {
+  if (num_embeddings < 0 || embedding_dim < 0)
+    fail("Embedding: sizes must be >= 0, got num={} dim={}", num_embeddings, embedding_dim);
+  Tensor w = Tensor::empty({num_embeddings, embedding_dim});
+  init::normal_(w, 0.0, 1.0, gen);
+  weight_ = register_parameter("weight", w);
+}
+
+Variable Embedding::forward(const Tensor& indices) {
+  if (!indices.defined() || indices.dtype() != kInt64)
+    fail("Embedding({}, {}): indices must be an int64 tensor, got {}", num_, dim_,
+         indices.defined() ? indices.describe() : std::string("an undefined tensor"));
+  if (indices.numel() > 0) {  // one clear message instead of the gather kernel's
+    const auto lo = static_cast<int64_t>(amin(indices).item()), hi = static_cast<int64_t>(amax(indices).item());
+    if (lo < 0 || hi >= num_)
+      fail("Embedding({}, {}): index {} is out of range [0, {}) (indices {})", num_, dim_, lo < 0 ? lo : hi, num_,
+           indices.describe());
+  }
+  return index_select(weight_, 0, indices);
+}
+
+Variable Embedding::forward(const Variable& indices) { return forward(indices.value()); }
+
+std::string Embedding::extra_repr() const { return fmt::format("num={}, dim={}", num_, dim_); }
+
+}  // namespace posgrad

@@ -1,0 +1,31 @@
+// Embedding: a learned table weight [num, dim]; forward looks rows up by int64 index.
+// indices (any shape, e.g. [B, N]) -> [..., dim] (e.g. [B, N, D]). Default init N(0, 1) like
+// PyTorch's nn.Embedding. An index outside [0, num) is an Error naming it and the table size.
+//
+// Deliberately not here: padding_idx, max_norm and sparse gradients (the gradient is a dense
+// [num, dim] tensor, accumulated with index_add).
+#pragma once
+
+#include "nn/module.h"
+#include "tensor/random.h"
+
+namespace posgrad {
+
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen);
+
+  Variable forward(const Tensor& indices);          // int64 [...] -> [..., dim]
+  Variable forward(const Variable& indices) override;  // the same, for Sequential (no gradient to indices)
+
+  const Variable& weight() const { return weight_; }  // [num, dim]
+  int64_t num_embeddings() const { return num_; }
+  int64_t embedding_dim() const { return dim_; }
+  std::string extra_repr() const override;
+
+ private:
+  int64_t num_, dim_;
+  Variable weight_;
+};
+
+}  // namespace posgrad

@@ -1,0 +1,374 @@
+// CPU GEMM. sgemm: a packed, cache-blocked matrix multiply in the Goto/BLIS style, threaded with
+// OpenMP; dgemm: a simple, correct loop for float64 gradient checks.
+//
+// What sgemm does (C = alpha * op(A) @ op(B) + beta * C, all row-major):
+//
+//   for jc in N, step NC                      5th loop: a column block of C and of B
+//     for pc in K, step KC                    4th loop: a slice of the shared dimension
+//       pack op(B)[pc:pc+KC, jc:jc+NC] -> Bp  (all threads together; Bp stays in L2/L3)
+//       for ic in this thread's rows, step MC 3rd loop: a row block of C and of A
+//         pack op(A)[ic:ic+MC, pc:pc+KC] -> Ap  (each thread its own; Ap stays in L2)
+//         for jr in this thread's columns, step NR    2nd loop: one B micro-panel (stays in L1)
+//           for ir in 0..MC, step MR                  1st loop: one A micro-panel
+//             micro-kernel: C[ir:ir+MR, jr:jr+NR] (+)= Ap panel @ Bp panel   (in registers)
+//
+// Packing copies each block once into the exact order the micro-kernel reads it (contiguous,
+// 64-byte aligned, zero-padded to whole MR/NR panels), which is also where the transposes are
+// absorbed: the micro-kernel never sees a stride. beta is applied on the first KC slice only
+// (later slices accumulate with beta = 1), alpha in the micro-kernel's final store. Ragged edge
+// tiles are computed whole into a scratch tile and only the valid part is written to C.
+//
+// Threading: the threads form a tm x tn grid over C (tm * tn = thread count, picked to balance the
+// work and keep each thread's block square); all threads share one packed B block and each packs
+// its own A blocks. Two barriers per (jc, pc) step protect the shared B buffer. Inside an OpenMP
+// parallel region the whole call runs on the calling thread.
+//
+// What it deliberately does not do: run-time CPU dispatch (the micro-kernel is chosen at compile
+// time, see gemm_microkernel.h), special GEMV kernels for M == 1 or N == 1 (those go through the
+// packed path with padding, or the direct path when small), and multi-socket/NUMA awareness.
+#include "tensor/cpu/gemm.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <new>
+#include <vector>
+
+#include "tensor/cpu/gemm_microkernel.h"
+
+#ifdef POSGRAD_OPENMP
+#include <omp.h>
+#endif
+
+namespace posgrad::cpu {
+
+namespace {
+
+// The micro-tile, fixed by the micro-kernel: kMR rows x kNR columns of C.
+constexpr int64_t kMR = gemm_detail::kMR;
+constexpr int64_t kNR = gemm_detail::kNR;
+using gemm_detail::micro_kernel;
+
+// ------------------------------------------------------------------ blocking parameters
+// Chosen for a core with 32 KiB L1d, 1 MiB L2 and a large shared L3 (AMD Zen 3/4, Intel since
+// Skylake-SP are similar), then tuned by measurement (docs/benchmarks.md, "SGEMM (CPU)"):
+//   KC: depth of one slice. The B micro-panel (KC x NR floats) is reused by every A micro-panel
+//       of the block, so it should stay in L1 (or at worst L2): 256 x 32 x 4 B = 32 KiB. Larger
+//       KC also amortises loading and storing the C tile per micro-kernel call.
+//   MC: rows of the packed A block (MC x KC floats), which should fill about half of L2 so that
+//       B panels streaming through do not evict it: 192 x 256 x 4 B = 192 KiB... tuned.
+//   NC: columns of the packed B block (KC x NC floats), shared by all threads, lives in L3:
+//       256 x 4096 x 4 B = 4 MiB.
+// MC must be a multiple of kMR and NC a multiple of kNR.
+#ifndef POSGRAD_GEMM_KC
+#define POSGRAD_GEMM_KC 256
+#endif
+#ifndef POSGRAD_GEMM_MC
+#define POSGRAD_GEMM_MC 192
+#endif
+#ifndef POSGRAD_GEMM_NC
+#define POSGRAD_GEMM_NC 4096
+#endif
+constexpr int64_t kKC = POSGRAD_GEMM_KC;
+constexpr int64_t kMC = (POSGRAD_GEMM_MC + kMR - 1) / kMR * kMR;
+constexpr int64_t kNC = (POSGRAD_GEMM_NC + kNR - 1) / kNR * kNR;
+
+// Below this many multiply-adds the direct loop beats packing.
+constexpr int64_t kDirectMaxWork = 32 * 32 * 32;
+// Each extra thread should get at least this many multiply-adds, or waking it costs more.
+constexpr int64_t kMinWorkPerThread = 1 << 17;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ------------------------------------------------------------------ packing buffers
+// A grow-only, 64-byte aligned float buffer. One per thread (thread_local) for A, and one per
+// calling thread for the shared B block; kept between calls so steady-state GEMMs never allocate.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer() { release(); }
+  float* get(size_t n) {
+    if (n > capacity_) {
+      release();
+      data_ = static_cast<float*>(::operator new[](n * sizeof(float), std::align_val_t{64}));
+      capacity_ = n;
+    }
+    return data_;
+  }
+
+ private:
+  void release() {
+    if (data_) ::operator delete[](data_, std::align_val_t{64});
+    data_ = nullptr;
+    capacity_ = 0;
+  }
+  float* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+thread_local AlignedBuffer tls_pack_a;
+thread_local AlignedBuffer tls_pack_b;
+
+// ------------------------------------------------------------------ packing
+// Packs rows [i0, i0 + mc) x columns [k0, k0 + kc) of op(A) into panels of kMR rows:
+// dst[p * kMR * kc + k * kMR + i] = op(A)(i0 + p * kMR + i, k0 + k), zero rows past mc.
+void pack_a(bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t k0,
+            int64_t kc, float* __restrict dst) {
+  for (int64_t p = 0; p < mc; p += kMR, dst += kMR * kc) {
+    const int64_t mr = std::min<int64_t>(kMR, mc - p);
+    if (!trans) {  // op(A)(i, k) = A[i * lda + k]: one pointer per row, all walking along k
+      const float* rows[kMR];
+      for (int i = 0; i < kMR; ++i) rows[i] = A + (i0 + p + std::min<int64_t>(i, mr - 1)) * lda + k0;
+      if (mr == kMR) {
+        for (int64_t k = 0; k < kc; ++k)
+          for (int i = 0; i < kMR; ++i) dst[k * kMR + i] = rows[i][k];
+      } else {
+        for (int64_t k = 0; k < kc; ++k)
+          for (int i = 0; i < kMR; ++i) dst[k * kMR + i] = i < mr ? rows[i][k] : 0.0f;
+      }
+    } else {  // op(A)(i, k) = A[k * lda + i]: each k is a contiguous run of kMR values
+      const float* src = A + k0 * lda + i0 + p;
+      for (int64_t k = 0; k < kc; ++k, src += lda) {
+        if (mr == kMR) {
+          for (int i = 0; i < kMR; ++i) dst[k * kMR + i] = src[i];
+        } else {
+          for (int i = 0; i < kMR; ++i) dst[k * kMR + i] = i < mr ? src[i] : 0.0f;
+        }
+      }
+    }
+  }
+}
+
+// Packs one kNR-wide micro-panel: rows [k0, k0 + kc) x columns [j0, j0 + nr) of op(B):
+// dst[k * kNR + j] = op(B)(k0 + k, j0 + j), zero columns past nr.
+void pack_b_panel(bool trans, const float* B, int64_t ldb, int64_t k0, int64_t kc, int64_t j0,
+                  int64_t nr, float* __restrict dst) {
+  if (!trans) {  // op(B)(k, j) = B[k * ldb + j]: each k is a contiguous run
+    const float* src = B + k0 * ldb + j0;
+    for (int64_t k = 0; k < kc; ++k, src += ldb) {
+      if (nr == kNR) {
+        for (int j = 0; j < kNR; ++j) dst[k * kNR + j] = src[j];
+      } else {
+        for (int j = 0; j < kNR; ++j) dst[k * kNR + j] = j < nr ? src[j] : 0.0f;
+      }
+    }
+  } else {  // op(B)(k, j) = B[j * ldb + k]: walk each stored row of B along k
+    for (int j = 0; j < kNR; ++j) {
+      if (j < nr) {
+        const float* src = B + (j0 + j) * ldb + k0;
+        for (int64_t k = 0; k < kc; ++k) dst[k * kNR + j] = src[k];
+      } else {
+        for (int64_t k = 0; k < kc; ++k) dst[k * kNR + j] = 0.0f;
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------ simple paths
+// C = beta * C (beta == 0: C = 0 without reading it).
+template <typename T>
+void scale_c(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    T* c = C + i * ldc;
+    if (beta == T(0)) {
+      std::fill(c, c + N, T(0));
+    } else if (beta != T(1)) {
+      for (int64_t j = 0; j < N; ++j) c[j] *= beta;
+    }
+  }
+}
+
+// Rows [i0, i1) of C by the plain i-k-j loop: the inner loop runs along a row of C and, when B
+// is not transposed, of B, so it vectorises. K is walked in slices of about 128 KiB of B, so each
+// slice is reused from cache by all the rows. Used for small problems and by dgemm.
+template <typename T>
+void direct_rows(bool trans_a, bool trans_b, int64_t i0, int64_t i1, int64_t N, int64_t K, T alpha,
+                 const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  const int64_t sak = trans_a ? lda : 1, sai = trans_a ? 1 : lda;  // op(A)(i, k) strides
+  const int64_t sbk = trans_b ? 1 : ldb, sbj = trans_b ? ldb : 1;  // op(B)(k, j) strides
+  scale_c<T>(i1 - i0, N, beta, C + i0 * ldc, ldc);
+  const int64_t k_slice = std::max<int64_t>(1, (int64_t{128} << 10) / static_cast<int64_t>(sizeof(T) * N));
+  for (int64_t k0 = 0; k0 < K; k0 += k_slice) {
+    const int64_t k1 = std::min(K, k0 + k_slice);
+    for (int64_t i = i0; i < i1; ++i) {
+      T* __restrict c = C + i * ldc;
+      for (int64_t k = k0; k < k1; ++k) {
+        const T a = alpha * A[i * sai + k * sak];
+        const T* __restrict b = B + k * sbk;
+        if (sbj == 1) {
+          for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+        } else {
+          for (int64_t j = 0; j < N; ++j) c[j] += a * b[j * sbj];
+        }
+      }
+    }
+  }
+}
+
+int available_threads() {
+#ifdef POSGRAD_OPENMP
+  return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// ------------------------------------------------------------------ the blocked sgemm
+struct Problem {
+  bool trans_a, trans_b;
+  int64_t M, N, K;
+  float alpha;
+  const float* A;
+  int64_t lda;
+  const float* B;
+  int64_t ldb;
+  float beta;
+  float* C;
+  int64_t ldc;
+};
+
+// The five loops over the block C[m_begin:m_end, n_begin:n_end], on the calling thread, with
+// that thread's own packing buffers.
+void gemm_block(const Problem& P, int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end) {
+  if (m_begin >= m_end || n_begin >= n_end) return;
+  const int64_t kc_max = std::min(P.K, kKC);
+  float* packed_a = tls_pack_a.get(static_cast<size_t>(std::min(kMC, m_end - m_begin + kMR) * kc_max));
+  float* packed_b = tls_pack_b.get(static_cast<size_t>(
+      ceil_div(std::min(kNC, n_end - n_begin), kNR) * kNR * kc_max));
+  alignas(64) float edge_tile[kMR * kNR];
+
+  for (int64_t jc = n_begin; jc < n_end; jc += kNC) {                // 5th loop
+    const int64_t nc = std::min(kNC, n_end - jc);
+    for (int64_t pc = 0; pc < P.K; pc += kKC) {                       // 4th loop
+      const int64_t kc = std::min(kKC, P.K - pc);
+      // Later K slices add onto what the earlier ones wrote.
+      const float beta = pc == 0 ? P.beta : 1.0f;
+      for (int64_t jr = 0; jr < nc; jr += kNR)
+        pack_b_panel(P.trans_b, P.B, P.ldb, pc, kc, jc + jr, std::min(kNR, nc - jr),
+                     packed_b + jr * kc);
+
+      for (int64_t ic = m_begin; ic < m_end; ic += kMC) {             // 3rd loop
+        const int64_t mc = std::min(kMC, m_end - ic);
+        pack_a(P.trans_a, P.A, P.lda, ic, mc, pc, kc, packed_a);
+        for (int64_t jr = 0; jr < nc; jr += kNR) {                    // 2nd loop
+          const int64_t nr = std::min(kNR, nc - jr);
+          const float* bp = packed_b + jr * kc;
+          for (int64_t ir = 0; ir < mc; ir += kMR) {                  // 1st loop
+            const int64_t mr = std::min(kMR, mc - ir);
+            const float* ap = packed_a + ir * kc;
+            float* c = P.C + (ic + ir) * P.ldc + jc + jr;
+            if (mr == kMR && nr == kNR) {
+              micro_kernel(kc, ap, bp, c, P.ldc, P.alpha, beta);
+              continue;
+            }
+            // Ragged edge: the full tile into scratch, then only its valid part into C.
+            micro_kernel(kc, ap, bp, edge_tile, kNR, 1.0f, 0.0f);
+            for (int64_t i = 0; i < mr; ++i) {
+              float* ci = c + i * P.ldc;
+              const float* t = edge_tile + i * kNR;
+              if (beta == 0.0f) {
+                for (int64_t j = 0; j < nr; ++j) ci[j] = P.alpha * t[j];
+              } else {
+                for (int64_t j = 0; j < nr; ++j) ci[j] = P.alpha * t[j] + beta * ci[j];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Splits nt threads into a tm x tn grid over C: the grid whose largest per-thread block (in whole
+// micro-tiles) is smallest, then whose blocks are most square (each thread packs the A rows and
+// B columns of its own block, so a smaller perimeter means less packing).
+void thread_grid(int nt, int64_t M, int64_t N, int& tm, int& tn) {
+  const int64_t units_m = ceil_div(M, kMR), units_n = ceil_div(N, kNR);
+  int64_t best_work = -1, best_perimeter = 0;
+  for (int d = 1; d <= nt; ++d) {
+    if (nt % d != 0) continue;
+    const int64_t bm = ceil_div(units_m, d) * kMR, bn = ceil_div(units_n, nt / d) * kNR;
+    const int64_t work = bm * bn, perimeter = bm + bn;
+    if (best_work < 0 || work < best_work || (work == best_work && perimeter < best_perimeter)) {
+      best_work = work;
+      best_perimeter = perimeter;
+      tm = d;
+      tn = nt / d;
+    }
+  }
+}
+
+// Thread tid of nt: its block of C (whole micro-tiles, split as evenly as the grid allows).
+void sgemm_thread(const Problem& P, int tid, int nt) {
+  int tm = 1, tn = 1;
+  thread_grid(nt, P.M, P.N, tm, tn);
+  const int64_t ti = tid / tn, tj = tid % tn;
+  const int64_t units_m = ceil_div(P.M, kMR), units_n = ceil_div(P.N, kNR);
+  gemm_block(P, std::min(P.M, units_m * ti / tm * kMR), std::min(P.M, units_m * (ti + 1) / tm * kMR),
+             std::min(P.N, units_n * tj / tn * kNR), std::min(P.N, units_n * (tj + 1) / tn * kNR));
+}
+
+}  // namespace
+
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+           int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == 0.0f) {
+    scale_c(M, N, beta, C, ldc);
+    return;
+  }
+  const int64_t work = M * N * K;
+  if (work <= kDirectMaxWork) {
+    direct_rows(trans_a, trans_b, 0, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  [[maybe_unused]] const int nt = static_cast<int>(
+      std::clamp<int64_t>(work / kMinWorkPerThread, 1, available_threads()));
+  const Problem P{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
+#ifdef POSGRAD_OPENMP
+  if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+    sgemm_thread(P, omp_get_thread_num(), omp_get_num_threads());
+    return;
+  }
+#endif
+  sgemm_thread(P, 0, 1);
+}
+
+// dgemm: the i-k-j loop, rows of C split over threads. op(B) is first copied to a contiguous
+// K x N buffer when transposed, so the inner loop always runs along contiguous memory.
+void dgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+           const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
+           int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == 0.0) {
+    scale_c(M, N, beta, C, ldc);
+    return;
+  }
+  std::vector<double> bt;
+  if (trans_b && M > 1) {
+    bt.resize(static_cast<size_t>(K * N));
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t k = 0; k < K; ++k) bt[k * N + j] = B[j * ldb + k];
+    B = bt.data();
+    ldb = N;
+    trans_b = false;
+  }
+  const int64_t work = M * N * K;
+  [[maybe_unused]] const int nt = static_cast<int>(std::clamp<int64_t>(
+      std::min(work / kMinWorkPerThread, M), 1, available_threads()));
+#ifdef POSGRAD_OPENMP
+  if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t t = 0; t < nt; ++t)
+      direct_rows(trans_a, trans_b, M * t / nt, M * (t + 1) / nt, N, K, alpha, A, lda, B, ldb, beta,
+                  C, ldc);
+    return;
+  }
+#endif
+  direct_rows(trans_a, trans_b, 0, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+}  // namespace posgrad::cpu

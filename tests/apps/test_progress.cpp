@@ -1,0 +1,122 @@
+// Progress: plain log lines are rate-limited (never one per step), the terminal line refreshes
+// in place with a rate and an ETA, and finish() prints one summary line.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apps/common/progress.h"
+
+using posgrad::apps::Progress;
+
+namespace {
+
+std::string read_back(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  return text;
+}
+
+int count(const std::string& text, char c) {
+  int n = 0;
+  for (char x : text) n += x == c;
+  return n;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(progress)
+
+BOOST_AUTO_TEST_CASE(plain_output_does_not_flood) {
+  std::FILE* f = std::tmpfile();
+  BOOST_REQUIRE(f != nullptr);
+  Progress::Options o;
+  o.mode = Progress::Mode::Plain;
+  o.stream = f;
+  {
+    Progress p(100000, "train", o);
+    BOOST_TEST(!p.is_terminal());
+    for (int step = 1; step <= 100000; ++step) p.update(step, {{"loss", 1.0 / step}});
+    p.finish();
+    p.finish();  // idempotent
+  }
+  const std::string text = read_back(f);
+  std::fclose(f);
+  // A fast loop: only the final line (percent lines need a second between them).
+  BOOST_TEST(count(text, '\n') <= 2);
+  BOOST_TEST(text.find("train done: 100000 steps") != std::string::npos);
+  BOOST_TEST(text.find("loss") != std::string::npos);
+  BOOST_TEST(text.find('\r') == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(plain_output_logs_every_percent_step) {
+  std::FILE* f = std::tmpfile();
+  BOOST_REQUIRE(f != nullptr);
+  Progress::Options o;
+  o.mode = Progress::Mode::Plain;
+  o.stream = f;
+  o.min_log_gap_s = 0;
+  o.log_every_percent = 10;
+  {
+    Progress p(1000, "eval", o);
+    for (int step = 1; step <= 1000; ++step) p.update(step, {{"acc", 0.5}});
+  }  // the destructor finishes
+  const std::string text = read_back(f);
+  std::fclose(f);
+  BOOST_TEST(count(text, '\n') == 11);  // 10%, 20%, ... 100%, then "done"
+  BOOST_TEST(text.find("eval  50%  500/1000") != std::string::npos);
+  BOOST_TEST(text.find("ETA") != std::string::npos);
+  BOOST_TEST(text.find("eval done") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(terminal_output_refreshes_one_line) {
+  std::FILE* f = std::tmpfile();
+  BOOST_REQUIRE(f != nullptr);
+  Progress::Options o;
+  o.mode = Progress::Mode::Terminal;
+  o.stream = f;
+  o.refresh_s = 0;
+  {
+    Progress p(10, "train", o);
+    BOOST_TEST(p.is_terminal());
+    for (int step = 1; step <= 10; ++step) p.update(step, {{"loss", 0.5}});
+    p.print("a message");
+    p.finish();
+  }
+  const std::string text = read_back(f);
+  std::fclose(f);
+  BOOST_TEST(text.find('\r') != std::string::npos);
+  BOOST_TEST(text.find("[####################] 100%") != std::string::npos);
+  BOOST_TEST(text.find("it/s") != std::string::npos);
+  BOOST_TEST(text.find("a message\n") != std::string::npos);
+  BOOST_TEST(count(text, '\n') == 2);  // the message and the final line
+}
+
+BOOST_AUTO_TEST_CASE(unknown_total) {
+  std::FILE* f = std::tmpfile();
+  BOOST_REQUIRE(f != nullptr);
+  Progress::Options o;
+  o.mode = Progress::Mode::Plain;
+  o.stream = f;
+  {
+    Progress p(0, "stream", o);
+    for (int step = 1; step <= 50; ++step) p.update(step);
+  }
+  const std::string text = read_back(f);
+  std::fclose(f);
+  BOOST_TEST(text.find("stream done: 50 steps") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(durations) {
+  BOOST_TEST(posgrad::apps::format_duration(7) == "0:07");
+  BOOST_TEST(posgrad::apps::format_duration(754) == "12:34");
+  BOOST_TEST(posgrad::apps::format_duration(3723) == "1:02:03");
+  BOOST_TEST(posgrad::apps::format_duration(-1) == "?");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,69 @@
+// The data folder lookup: explicit folder, POSGRAD_DATA_DIR, and the error that lists where it
+// looked. The environment variable is restored after each case.
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <optional>
+
+#include "datasets/data_dir.h"
+#include "test_util.h"
+
+using namespace posgrad;
+using posgrad::test::check_error;
+using posgrad::test::TempDir;
+
+namespace {
+struct EnvGuard {
+  std::optional<std::string> saved;
+  EnvGuard() {
+    if (const char* v = std::getenv(kDataDirEnv)) saved = v;
+  }
+  ~EnvGuard() {
+    if (saved) ::setenv(kDataDirEnv, saved->c_str(), 1);
+    else ::unsetenv(kDataDirEnv);
+  }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(data_dir)
+
+BOOST_AUTO_TEST_CASE(explicit_and_environment_override) {
+  EnvGuard guard;
+  TempDir a, b;
+  ::setenv(kDataDirEnv, a.path().c_str(), 1);
+  BOOST_TEST(std::filesystem::equivalent(find_data_dir(), a.path()));
+  BOOST_TEST(std::filesystem::equivalent(find_data_dir(b.path().string()), b.path()));  // config wins
+  ::setenv(kDataDirEnv, (a.path() / "missing").c_str(), 1);
+  check_error([] { find_data_dir(); }, {"POSGRAD_DATA_DIR", "missing", "no such directory"});
+  check_error([&] { find_data_dir((b.path() / "nowhere").string()); }, {"nowhere", "no such directory"});
+}
+
+BOOST_AUTO_TEST_CASE(automatic_lookup_and_error_message) {
+  EnvGuard guard;
+  ::unsetenv(kDataDirEnv);
+  const auto candidates = data_dir_candidates();
+  BOOST_TEST(!candidates.empty());
+  for (const auto& c : candidates) BOOST_TEST_MESSAGE("data folder candidate: " << c.string());
+  const auto found = try_find_data_dir();
+  if (found) {
+    BOOST_TEST_MESSAGE("found data folder " << found->string());
+    BOOST_TEST(std::filesystem::is_directory(*found));
+    return;
+  }
+  check_error([] { find_data_dir(); }, {"data folder not found", "looked in", candidates[0].string(), "POSGRAD_DATA_DIR"});
+}
+
+BOOST_AUTO_TEST_CASE(relative_to_current_directory) {
+  EnvGuard guard;
+  ::unsetenv(kDataDirEnv);
+  TempDir root;
+  std::filesystem::create_directories(root / "shared" / "data");
+  std::filesystem::create_directories(root / "project");
+  const auto old = std::filesystem::current_path();
+  std::filesystem::current_path(root / "project");
+  const auto found = try_find_data_dir();
+  std::filesystem::current_path(old);
+  BOOST_REQUIRE(found.has_value());
+  BOOST_TEST(std::filesystem::equivalent(*found, root / "shared" / "data"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,376 @@
+// Layers: forward values and shapes, float64 gradchecks of whole modules (parameters and input),
+// default initialisation, dropout statistics and modes, activations, Sequential and MLP.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <functional>
+
+#include "nn/nn.h"
+#include "posgrad.h"
+
+using namespace posgrad;
+
+namespace {
+
+template <typename F>
+void check_error(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    for (const auto& p : parts) BOOST_TEST(m.find(p) != std::string::npos, "message \"" << m << "\" lacks \"" << p << "\"");
+    return;
+  }
+  BOOST_FAIL("expected a posgrad::Error");
+}
+
+// Gradcheck of a whole module in float64: the gradients backward() gives every parameter (and
+// the input, when it is floating) against central differences of sum(f(x) * R), R fixed.
+// Perturbs the tensors in place through their storage (parameters are contiguous).
+void check_module_gradients(Module& m, const Tensor& input, const std::function<Variable(const Variable&)>& f,
+                            double eps = 1e-6, double atol = 1e-6, double rtol = 1e-4) {
+  m.to(kFloat64);
+  const bool input_grad = is_floating(input.dtype());
+  const Tensor x = input_grad ? input.to(kFloat64).contiguous() : input;
+  const Variable xv(x, input_grad);
+  Generator gen(99);
+  const Variable out = f(xv);
+  const Variable weights(uniform(out.shape(), 0.5, 1.5, gen, kFloat64));
+  auto scalar = [&] { return sum(f(Variable(x)) * weights).item(); };
+  m.zero_grad();
+  sum(out * weights).backward();
+
+  std::vector<std::pair<std::string, Variable>> targets = m.named_parameters();
+  if (input_grad) targets.emplace_back("input", xv);
+  for (const auto& [name, v] : targets) {
+    BOOST_REQUIRE(v.value().is_contiguous());
+    const std::vector<double> analytic = v.grad().defined() ? v.grad().to_vector<double>()
+                                                            : std::vector<double>(static_cast<size_t>(v.numel()), 0.0);
+    double* data = v.value().data<double>();
+    double worst = 0.0;
+    for (int64_t k = 0; k < v.numel(); ++k) {
+      const double orig = data[k];
+      double lp, lm;
+      {
+        NoGradGuard no_grad;
+        data[k] = orig + eps;
+        lp = scalar();
+        data[k] = orig - eps;
+        lm = scalar();
+      }
+      data[k] = orig;
+      const double numeric = (lp - lm) / (2 * eps), err = std::abs(numeric - analytic[static_cast<size_t>(k)]);
+      worst = std::max(worst, err);
+      BOOST_TEST(err <= atol + rtol * std::abs(numeric),
+                 m.type_name() << " " << name << "[" << k << "]: analytic " << analytic[static_cast<size_t>(k)]
+                               << " vs numeric " << numeric);
+    }
+    BOOST_TEST_MESSAGE(m.type_name() << " " << name << ": worst |analytic - numeric| = " << worst);
+  }
+}
+
+double variance(const std::vector<float>& v) {
+  double m = 0, s = 0;
+  for (float x : v) m += x;
+  m /= static_cast<double>(v.size());
+  for (float x : v) s += (x - m) * (x - m);
+  return s / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(layers)
+
+// ------------------------------------------------------------ Linear
+
+BOOST_AUTO_TEST_CASE(linear_forward_any_leading_axes) {
+  Generator gen(1);
+  Linear lin(4, 3, true, gen);
+  BOOST_TEST(lin.weight().shape() == (Shape{3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(lin.bias().shape() == (Shape{3}), boost::test_tools::per_element());
+  const Tensor x = normal({2, 5, 4}, 0, 1, gen);  // [B, N, in]
+  const Tensor y = lin.forward(x).value();
+  BOOST_TEST(y.shape() == (Shape{2, 5, 3}), boost::test_tools::per_element());
+  // y[b, n, o] = sum_i x[b, n, i] W[o, i] + b[o]
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t n = 0; n < 5; ++n)
+      for (int64_t o = 0; o < 3; ++o) {
+        double ref = lin.bias().value().at<float>({o});
+        for (int64_t i = 0; i < 4; ++i) ref += x.at<float>({b, n, i}) * lin.weight().value().at<float>({o, i});
+        BOOST_TEST(std::abs(y.at<float>({b, n, o}) - ref) < 1e-5);
+      }
+  // A 1-D input [in] -> [out], and a non-contiguous input.
+  const Tensor v = x.select(0, 1).select(0, 2);
+  BOOST_TEST(max_abs_diff(lin.forward(v).value(), y.select(0, 1).select(0, 2)) < 1e-6);
+  const Tensor xt = x.transpose(0, 1);  // [N, B, in], strided
+  BOOST_TEST(max_abs_diff(lin.forward(xt).value(), y.transpose(0, 1)) < 1e-6);
+}
+
+BOOST_AUTO_TEST_CASE(linear_without_bias_and_errors) {
+  Generator gen(2);
+  Linear lin(4, 3, false, gen);
+  BOOST_TEST(!lin.bias().defined());
+  BOOST_TEST(lin.parameters().size() == 1u);
+  BOOST_TEST(lin.to_string() == "Linear(in=4, out=3, bias=false)");
+  check_error([&] { lin.forward(Tensor::zeros({2, 5})); }, {"float32[2, 5]", "4"});
+}
+
+BOOST_AUTO_TEST_CASE(linear_gradcheck) {
+  Generator gen(3);
+  // The functional form, with a non-contiguous input.
+  const GradcheckResult r = gradcheck([](const std::vector<Variable>& v) { return linear(v[0], v[1], v[2]); },
+                                      {normal({3, 2, 4}, 0, 1, gen, kFloat64).transpose(0, 1),
+                                       normal({5, 4}, 0, 1, gen, kFloat64), normal({5}, 0, 1, gen, kFloat64)});
+  BOOST_TEST(r.ok, r.message);
+  // The module: weight, bias and input.
+  Linear lin(4, 5, true, gen);
+  check_module_gradients(lin, normal({2, 3, 4}, 0, 1, gen), [&](const Variable& x) { return lin.forward(x); });
+  Linear nobias(4, 2, false, gen);
+  check_module_gradients(nobias, normal({3, 4}, 0, 1, gen), [&](const Variable& x) { return nobias.forward(x); });
+}
+
+BOOST_AUTO_TEST_CASE(linear_default_init_matches_pytorch) {
+  // PyTorch: W ~ U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform, a = sqrt(5)), so var = 1/(3 in);
+  // b ~ U(-1/sqrt(in), 1/sqrt(in)).
+  Generator gen(4);
+  const int64_t in = 256, out = 1024;
+  Linear lin(in, out, true, gen);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  const std::vector<float> w = lin.weight().value().to_vector<float>();
+  BOOST_TEST(amax(abs(lin.weight().value())).item() <= bound);
+  BOOST_TEST(amax(abs(lin.weight().value())).item() > 0.99 * bound);
+  BOOST_TEST(variance(w) == 1.0 / (3.0 * in), boost::test_tools::tolerance(0.02));
+  BOOST_TEST(std::abs(mean(lin.weight().value()).item()) < 0.01 * bound);
+  BOOST_TEST(amax(abs(lin.bias().value())).item() <= bound);
+  BOOST_TEST(variance(lin.bias().value().to_vector<float>()) == 1.0 / (3.0 * in), boost::test_tools::tolerance(0.15));
+  // Reproducible from the seed; a different seed differs.
+  Generator same(4), other(5);
+  BOOST_TEST(max_abs_diff(Linear(in, out, true, same).weight().value(), lin.weight().value()) == 0.0);
+  BOOST_TEST(max_abs_diff(Linear(in, out, true, other).weight().value(), lin.weight().value()) > 0.0);
+}
+
+// ------------------------------------------------------------ LayerNorm
+
+BOOST_AUTO_TEST_CASE(layer_norm_normalises_the_last_axis) {
+  Generator gen(5);
+  LayerNorm ln(16);
+  BOOST_TEST(ln.to_string() == "LayerNorm(width=16, eps=1e-05, affine=true)");
+  BOOST_TEST(ln.weight().value().to_vector<float>() == std::vector<float>(16, 1.0f), boost::test_tools::per_element());
+  BOOST_TEST(ln.bias().value().to_vector<float>() == std::vector<float>(16, 0.0f), boost::test_tools::per_element());
+  const Tensor x = add_scalar(mul_scalar(normal({2, 3, 16}, 0, 1, gen), 3.0), 5.0);
+  const Tensor y = ln.forward(x).value();
+  const std::vector<float> m = mean(y, {-1}).to_vector<float>();
+  const std::vector<float> v = var(y, {-1}, false, 0).to_vector<float>();
+  for (size_t i = 0; i < m.size(); ++i) {
+    BOOST_TEST(std::abs(m[i]) < 1e-5);
+    BOOST_TEST(v[i] == 1.0, boost::test_tools::tolerance(1e-3));
+  }
+  // Affine: y' = y * w + b.
+  Variable(ln.weight()).mutable_value().fill_(2.0);
+  Variable(ln.bias()).mutable_value().fill_(-1.0);
+  BOOST_TEST(max_abs_diff(ln.forward(x).value(), add_scalar(mul_scalar(y, 2.0), -1.0)) < 1e-5);
+  LayerNorm plain(16, 1e-5, false);
+  BOOST_TEST(plain.parameters().empty());
+  BOOST_TEST(max_abs_diff(plain.forward(x).value(), y) < 1e-6);
+  check_error([&] { ln.forward(Tensor::zeros({2, 8})); }, {"LayerNorm(16)", "float32[2, 8]"});
+}
+
+BOOST_AUTO_TEST_CASE(layer_norm_gradcheck) {
+  Generator gen(6);
+  LayerNorm ln(6);
+  // Non-trivial affine parameters, so their gradients are tested meaningfully.
+  init::uniform_(Variable(ln.weight()).mutable_value(), 0.5, 1.5, gen);
+  init::uniform_(Variable(ln.bias()).mutable_value(), -0.2, 0.2, gen);
+  check_module_gradients(ln, normal({2, 3, 6}, 0, 1, gen), [&](const Variable& x) { return ln.forward(x); });
+  LayerNorm plain(5, 1e-5, false);
+  check_module_gradients(plain, normal({4, 5}, 0, 1, gen), [&](const Variable& x) { return plain.forward(x); });
+}
+
+// ------------------------------------------------------------ Embedding
+
+BOOST_AUTO_TEST_CASE(embedding_looks_up_rows) {
+  Generator gen(7);
+  Embedding emb(10, 4, gen);
+  const Tensor idx = Tensor::from_vector<int64_t>({3, 0, 9, 3, 1, 1}, {2, 3});  // [B, N]
+  const Variable y = emb.forward(idx);
+  BOOST_TEST(y.shape() == (Shape{2, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(max_abs_diff(y.value().select(0, 1).select(0, 0), emb.weight().value().select(0, 3)) == 0.0);
+  BOOST_TEST(max_abs_diff(y.value().select(0, 0).select(0, 2), emb.weight().value().select(0, 9)) == 0.0);
+  // Through the Variable overload (as Sequential calls it), the same rows.
+  BOOST_TEST(max_abs_diff(emb.forward(Variable(idx)).value(), y.value()) == 0.0);
+
+  // Gradient: repeated indices accumulate, unused rows get 0.
+  sum(y).backward();
+  const Tensor g = emb.weight().grad();
+  BOOST_TEST(g.at<float>({3, 0}) == 2.0f);
+  BOOST_TEST(g.at<float>({1, 2}) == 2.0f);
+  BOOST_TEST(g.at<float>({9, 1}) == 1.0f);
+  BOOST_TEST(g.at<float>({5, 0}) == 0.0f);
+
+  check_error([&] { emb.forward(Tensor::from_vector<int64_t>({1, 10}, {2})); }, {"Embedding(10, 4)", "index 10", "[0, 10)"});
+  check_error([&] { emb.forward(Tensor::from_vector<int64_t>({-1, 2}, {2})); }, {"index -1"});
+  check_error([&] { emb.forward(Tensor::zeros({2})); }, {"int64", "float32[2]"});
+}
+
+BOOST_AUTO_TEST_CASE(embedding_init_and_gradcheck) {
+  Generator gen(8);
+  Embedding big(1000, 64, gen);  // PyTorch default: N(0, 1)
+  const std::vector<float> w = big.weight().value().to_vector<float>();
+  BOOST_TEST(variance(w) == 1.0, boost::test_tools::tolerance(0.02));
+  BOOST_TEST(std::abs(mean(big.weight().value()).item()) < 0.01);
+
+  Embedding emb(5, 3, gen);
+  const Tensor idx = Tensor::from_vector<int64_t>({4, 0, 4, 2}, {2, 2});
+  check_module_gradients(emb, idx, [&](const Variable& i) { return emb.forward(i); });
+}
+
+// ------------------------------------------------------------ Dropout
+
+BOOST_AUTO_TEST_CASE(dropout_keeps_the_expectation) {
+  const double p = 0.3;
+  Dropout drop(p, 123);
+  const int64_t n = 200000;
+  const Tensor x = Tensor::full({n}, 2.0);
+  const Tensor y = drop.forward(x).value();
+  const std::vector<float> v = y.to_vector<float>();
+  int64_t zeros = 0;
+  for (float e : v) {
+    if (e == 0.0f) ++zeros;
+    else BOOST_REQUIRE(std::abs(e - 2.0f / 0.7f) < 1e-5);  // kept values are scaled by 1/(1-p)
+  }
+  // Binomial standard errors are ~0.001 (fraction) and ~0.003 (mean); allow ~5 of them.
+  BOOST_TEST(static_cast<double>(zeros) / n == p, boost::test_tools::tolerance(0.02));
+  BOOST_TEST(mean(y).item() == 2.0, boost::test_tools::tolerance(0.01));
+
+  // The gradient is the same mask.
+  Variable xv(x, true);
+  Dropout again(p, 123);
+  const Variable out = again.forward(xv);
+  sum(out).backward();
+  BOOST_TEST(max_abs_diff(xv.grad(), mul_scalar(out.value(), 0.5)) < 1e-6);
+  BOOST_TEST(max_abs_diff(out.value(), y) == 0.0);  // same seed, same mask
+}
+
+BOOST_AUTO_TEST_CASE(dropout_modes_and_edge_cases) {
+  Generator gen(9);
+  const Tensor x = normal({64, 32}, 0, 1, gen);
+  Dropout drop(0.5, 1);
+  BOOST_TEST(max_abs_diff(drop.forward(x).value(), x) > 0.0);
+  const Tensor a = drop.forward(x).value(), b = drop.forward(x).value();
+  BOOST_TEST(max_abs_diff(a, b) > 0.0);  // a fresh mask per call
+  drop.eval();
+  BOOST_TEST(max_abs_diff(drop.forward(x).value(), x) == 0.0);
+  drop.train();
+  BOOST_TEST(max_abs_diff(drop.forward(x).value(), x) > 0.0);
+
+  Dropout none(0.0);
+  BOOST_TEST(max_abs_diff(none.forward(x).value(), x) == 0.0);
+  Dropout all(1.0);
+  BOOST_TEST(amax(abs(all.forward(x).value())).item() == 0.0);
+  check_error([] { Dropout bad(1.5); }, {"[0, 1]", "1.5"});
+  check_error([] { Dropout bad(-0.1); }, {"[0, 1]"});
+
+  // float64 inputs get float64 masks.
+  BOOST_TEST((drop.forward(x.to(kFloat64)).dtype() == kFloat64));
+  // A shared generator: two modules draw from one stream (one state to checkpoint).
+  auto shared = std::make_shared<Generator>(5);
+  Dropout d1(0.5, shared), d2(0.5, shared);
+  d1.forward(x);
+  BOOST_TEST(shared->offset() > 0u);
+  const uint64_t after_first = shared->offset();
+  d2.forward(x);
+  BOOST_TEST(shared->offset() > after_first);
+}
+
+// ------------------------------------------------------------ activations
+
+BOOST_AUTO_TEST_CASE(activations_compute_their_functions) {
+  const Tensor x = Tensor::from_vector<double>({-1.0, 0.5, 2.0}, {3});
+  // Reference GELU values from PyTorch 1.13: F.gelu(torch.tensor([-1., .5, 2.], dtype=float64)).
+  const std::vector<double> gelu_ref = {-0.15865525393145702, 0.34573123063700656, 1.9544997361036416};
+  const std::vector<double> g = make_activation("gelu")->forward(x).value().to_vector<double>();
+  for (size_t i = 0; i < 3; ++i) BOOST_TEST(g[i] == gelu_ref[i], boost::test_tools::tolerance(1e-12));
+  auto vals = [&](const std::string& name) { return make_activation(name, 3.0)->forward(x).value().to_vector<double>(); };
+  for (size_t i = 0; i < 3; ++i) {
+    const double v = x.to_vector<double>()[i];
+    BOOST_TEST(vals("relu")[i] == std::max(v, 0.0));
+    BOOST_TEST(vals("sigmoid")[i] == 1.0 / (1.0 + std::exp(-v)), boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(vals("tanh")[i] == std::tanh(v), boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(vals("sine")[i] == std::sin(3.0 * v), boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(vals("identity")[i] == v);
+  }
+  check_error([] { make_activation("swish"); }, {"'swish'", "relu", "sine"});
+  BOOST_TEST(Sine(10.0).to_string() == "Sine(omega_0=10)");
+}
+
+BOOST_AUTO_TEST_CASE(sine_gradcheck) {
+  Generator gen(10);
+  for (double omega : {1.0, 30.0}) {
+    const GradcheckResult r = gradcheck([omega](const std::vector<Variable>& v) { return sine(v[0], omega); },
+                                        {normal({3, 4}, 0, 0.1, gen, kFloat64)});
+    BOOST_TEST(r.ok, "omega " << omega << ": " << r.message);
+  }
+  // A small SIREN-like stack, gradchecked end to end through the modules.
+  Sequential net{std::make_shared<Linear>(2, 8, true, gen), std::make_shared<Sine>(10.0),
+                 std::make_shared<Linear>(8, 3, true, gen), std::make_shared<Tanh>()};
+  check_module_gradients(net, uniform({5, 2}, -1, 1, gen), [&](const Variable& x) { return net.forward(x); });
+}
+
+// ------------------------------------------------------------ Sequential and MLP
+
+BOOST_AUTO_TEST_CASE(sequential_runs_children_in_order) {
+  Generator gen(11);
+  auto l1 = std::make_shared<Linear>(4, 6, true, gen);
+  auto l2 = std::make_shared<Linear>(6, 2, true, gen);
+  Sequential seq{l1, std::make_shared<ReLU>(), l2};
+  seq.add("out", std::make_shared<Sigmoid>());
+  const Tensor x = normal({3, 4}, 0, 1, gen);
+  const Tensor ref = sigmoid(l2->forward(relu(l1->forward(x))).value());
+  BOOST_TEST(max_abs_diff(seq.forward(x).value(), ref) == 0.0);
+  BOOST_TEST(seq.size() == 4u);
+  BOOST_TEST(seq[2].get() == l2.get());
+  std::vector<std::string> names;
+  for (const auto& [n, _] : seq.named_parameters()) names.push_back(n);
+  BOOST_TEST(names == (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}), boost::test_tools::per_element());
+  check_error([&] { seq[4]; }, {"index 4", "size 4"});
+}
+
+BOOST_AUTO_TEST_CASE(mlp_layout_and_forward) {
+  Generator gen(12);
+  MLP mlp({4, 8, 8, 2}, "gelu", 0.1, gen);
+  std::vector<std::string> names;
+  for (const auto& [n, _] : mlp.named_parameters()) names.push_back(n);
+  // Linear, GELU, Dropout per hidden layer, as an nn.Sequential in PyTorch would name them.
+  BOOST_TEST(names == (std::vector<std::string>{"0.weight", "0.bias", "3.weight", "3.bias", "6.weight", "6.bias"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(mlp.num_parameters() == 4 * 8 + 8 + 8 * 8 + 8 + 8 * 2 + 2);
+  const Tensor x = normal({5, 3, 4}, 0, 1, gen);
+  BOOST_TEST(mlp.forward(x).shape() == (Shape{5, 3, 2}), boost::test_tools::per_element());
+  BOOST_TEST(max_abs_diff(mlp.forward(x).value(), mlp.forward(x).value()) > 0.0);  // dropout in training
+  mlp.eval();
+  BOOST_TEST(max_abs_diff(mlp.forward(x).value(), mlp.forward(x).value()) == 0.0);
+
+  // The posattn output net: Linear -> LayerNorm -> ReLU -> Dropout -> Linear.
+  MLPOptions o;
+  o.layer_norm = true;
+  o.dropout = 0.1;
+  MLP head({64, 64, 10}, gen, o);
+  BOOST_TEST(head.num_parameters() == 4938);  // posattn spec: "output MLP 4938"
+  BOOST_TEST(head[1]->type_name() == "LayerNorm");
+  BOOST_TEST(head[2]->type_name() == "ReLU");
+  BOOST_TEST(head[3]->type_name() == "Dropout");
+
+  check_error([&] { MLP({4}, "relu", 0.0, gen); }, {"at least"});
+  check_error([&] { MLP({4, 2}, "swish", 0.0, gen); }, {"'swish'"});
+}
+
+BOOST_AUTO_TEST_CASE(mlp_gradcheck) {
+  Generator gen(13);
+  MLPOptions o;
+  o.activation = "tanh";
+  o.layer_norm = true;
+  MLP mlp({3, 5, 4, 2}, gen, o);
+  check_module_gradients(mlp, normal({4, 3}, 0, 1, gen), [&](const Variable& x) { return mlp.forward(x); });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
