@@ -5,6 +5,7 @@
 #include "autograd/functions.h"
 #include "autograd/gradcheck.h"
 #include "autograd/variable.h"
+#include "nn/nn.h"
 #include "tensor/ops.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"

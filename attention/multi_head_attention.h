@@ -15,6 +15,7 @@ class MultiHeadAttention : public Module {
   MultiHeadAttention(int64_t width, int64_t heads, Generator& gen);
 
   // x [B, N, D] (queries and keys from the same sequence) -> [B, N, D].
+  using Module::forward;
   Variable forward(const Variable& x, const AttentionMasks& masks = {});
   // Attention probabilities [B, H, N, N] of the last forward (for figures).
   const Tensor& last_probs() const { return last_probs_; }

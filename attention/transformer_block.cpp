@@ -22,7 +22,10 @@ TransformerEncoderBlock::TransformerEncoderBlock(const TransformerBlockConfig& c
   attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(config.width, config.heads, gen));
   norm2_ = register_module("norm2", std::make_shared<LayerNorm>(config.width));
   ff_ = register_module("ff", std::make_shared<FeedForward>(config.width, config.ff_width, config.activation, gen));
-  drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, gen.seed() + 7919));
+  // Each block draws its own dropout seed from the model's generator: masks are independent
+  // across blocks and reproducible from the model seed.
+  const auto dropout_seed = static_cast<uint64_t>(gen.next_uniform() * 9007199254740992.0);
+  drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, dropout_seed));
 }
 
 Variable TransformerEncoderBlock::forward(const Variable& x, const AttentionMasks& masks) {

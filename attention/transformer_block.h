@@ -33,6 +33,7 @@ class FeedForward : public Module {
 class TransformerEncoderBlock : public Module {
  public:
   TransformerEncoderBlock(const TransformerBlockConfig& config, Generator& gen);
+  using Module::forward;
   Variable forward(const Variable& x, const AttentionMasks& masks = {});  // [B, N, D]
   MultiHeadAttention& attention() { return *attn_; }
 

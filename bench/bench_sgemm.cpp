@@ -150,7 +150,10 @@ int main(int argc, char** argv) {
 
   if (!torch) return all_correct ? 0 : 1;
   std::string size_list;
-  for (int64_t n : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(n);
+  for (int64_t n : sizes) {
+    if (!size_list.empty()) size_list += ',';
+    size_list += std::to_string(n);
+  }
   const TorchResults tr = run_torch(size_list, reps, threads);
   if (!tr.ok) {
     std::printf("\n%s\nOnly posgrad's numbers are shown above.\n", tr.info.c_str());

@@ -63,7 +63,9 @@ int main(int argc, char** argv) try {
   cfg.block.heads = a["heads"];
   cfg.block.ff_width = a["ff"];
   TransformerClassifier model(cfg, gen);
-  AdamW opt(model.parameters(), 1e-3);
+  AdamWOptions adamw;
+  adamw.lr = 1e-3;
+  AdamW opt(model.parameters(), adamw);
   Generator data_gen(1);
   Tensor tokens = clamp(mul_scalar(uniform({a["batch"], a["tokens"]}, 0, 1, data_gen), double(a["vocab"])), 0, double(a["vocab"] - 1)).to(kInt64);
   Tensor labels = clamp(mul_scalar(uniform({a["batch"]}, 0, 1, data_gen), double(a["classes"])), 0, double(a["classes"] - 1)).to(kInt64);

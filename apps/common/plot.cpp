@@ -25,13 +25,21 @@ std::string format_value(const std::string& format, double v) {
   }
 }
 
-// Largest text scale in [1, max_scale] at which every text fits in w x h; 0 if none does.
-int fitting_scale(const std::vector<std::string>& texts, int w, int h, int max_scale, bool bold) {
+// Largest text scale in [1, max_scale] at which `text` fits in w x h; 0 if none does.
+int fitting_scale(const std::string& text, int w, int h, int max_scale, bool bold) {
+  for (int s = max_scale; s >= 1; --s)
+    if (Canvas::cap_height(s) <= h && Canvas::text_width(text, s, bold) <= w) return s;
+  return 0;
+}
+
+// One scale for the cell texts: the largest at which two thirds of them fit (the rest are
+// drawn smaller, see below), so one long "-0.00" does not shrink every number.
+int common_scale(const std::vector<std::string>& texts, int w, int h, int max_scale, bool bold) {
+  if (texts.empty()) return 0;
   for (int s = max_scale; s >= 1; --s) {
-    bool fits = Canvas::cap_height(s) <= h;
-    for (const std::string& t : texts)
-      if (fits && Canvas::text_width(t, s, bold) > w) fits = false;
-    if (fits) return s;
+    size_t fit = 0;
+    for (const std::string& t : texts) fit += fitting_scale(t, w, h, s, bold) == s;
+    if (fit * 3 >= texts.size() * 2) return s;
   }
   return 0;
 }
@@ -39,9 +47,9 @@ int fitting_scale(const std::vector<std::string>& texts, int w, int h, int max_s
 // Shows every k-th label so neighbours do not overlap: `extent` is each label's size along the
 // axis, `spacing` the distance between neighbouring ticks.
 // Steps are round (1, 2, 5, 10, 20, 50, ...) so the shown indices are easy to read.
-int thinning_step(int extent, double spacing) {
+int thinning_step(int extent, double spacing, int gap) {
   if (spacing <= 0) return 1;
-  const int needed = std::max(1, static_cast<int>(std::ceil((extent + 8) / spacing)));
+  const int needed = std::max(1, static_cast<int>(std::ceil((extent + gap) / spacing)));
   for (int base = 1;; base *= 10)
     for (int m : {1, 2, 5})
       if (m * base >= needed) return m * base;
@@ -226,13 +234,15 @@ HeatmapLayout draw_heatmap(Canvas& canvas, const Rect& area, const std::vector<f
   const bool any_highlight =
       std::any_of(o.highlight.begin(), o.highlight.end(), [](uint8_t h) { return h != 0; });
   const int border = std::max(2, std::min(cw, ch) / 9);
+  const int margin = any_highlight ? 2 * border + 2 : 6;
+  const int text_w = cw - margin, text_h = ch - margin;
   int text_scale = o.text_scale;
-  if (text_scale <= 0 && !texts.empty()) {
+  const bool auto_scale = text_scale <= 0;
+  if (auto_scale && !texts.empty()) {
     std::vector<std::string> shown;
     for (size_t i = 0; i < n; ++i)
       if (visible(i) && !texts[i].empty()) shown.push_back(texts[i]);
-    const int margin = any_highlight ? 2 * border + 2 : 6;
-    text_scale = fitting_scale(shown, cw - margin, ch - margin, 3, any_highlight);
+    text_scale = common_scale(shown, text_w, text_h, 3, any_highlight);
   }
   const int gap = o.cell_borders && cw >= 6 && ch >= 6 ? 1 : 0;
   for (int ri = 0; ri < rows; ++ri) {
@@ -249,7 +259,10 @@ HeatmapLayout draw_heatmap(Canvas& canvas, const Rect& area, const std::vector<f
       if (hl) canvas.stroke_rect(cell, o.highlight_color, border);
       if (text_scale > 0 && !texts.empty() && !texts[i].empty()) {
         TextStyle st;
-        st.scale = text_scale;
+        // A text too wide for the common scale is drawn smaller, or not at all.
+        st.scale = auto_scale ? fitting_scale(texts[i], text_w, text_h, text_scale, any_highlight)
+                              : text_scale;
+        if (st.scale == 0) continue;
         st.align = Align::Center;
         st.valign = VAlign::Middle;
         st.bold = hl;
@@ -264,14 +277,14 @@ HeatmapLayout draw_heatmap(Canvas& canvas, const Rect& area, const std::vector<f
   tick.scale = fs;
   tick.color = colors::dark_gray;
   if (!row_labels.empty()) {
-    const int step = thinning_step(label_h, ch);
+    const int step = thinning_step(label_h, ch, 3);
     tick.align = Align::Right;
     tick.valign = VAlign::Middle;
     for (int ri = 0; ri < rows; ri += step)
       canvas.text(grid.x - kPad, grid.y + ri * ch + ch / 2, row_labels[ri], tick);
   }
   if (!col_labels.empty()) {
-    const int step = thinning_step(max_width(col_labels, fs), cw);
+    const int step = thinning_step(max_width(col_labels, fs), cw, 10);
     tick.align = Align::Center;
     tick.valign = VAlign::Top;
     for (int ci = 0; ci < cols; ci += step)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 
 #include <fmt/format.h>
 #include <sys/ioctl.h>
@@ -45,10 +46,16 @@ Progress::Progress(int64_t total, std::string label, Options options)
 }
 
 Progress::~Progress() {
-  try {
-    finish();
-  } catch (...) {
+  if (finished_) return;
+  if (std::uncaught_exceptions() > uncaught_at_start_) {
+    // Unwinding from an error: end the progress line, but do not claim the work is done.
+    if (terminal_ && line_open_) {
+      std::fputc('\n', opt_.stream);
+      std::fflush(opt_.stream);
+    }
+    return;
   }
+  finish();
 }
 
 double Progress::elapsed_s() const {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,7 +39,7 @@ class Progress {
   // `total` steps (0 or less: unknown, no percent nor ETA); `label` starts every line.
   Progress(int64_t total, std::string label);
   Progress(int64_t total, std::string label, Options options);
-  ~Progress();  // finishes if finish() was not called
+  ~Progress();  // finishes if finish() was not called (unless unwinding from an exception)
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
@@ -70,6 +71,7 @@ class Progress {
   int64_t first_step_ = -1;
   int64_t step_ = 0;
   int64_t last_percent_bucket_ = 0;
+  int uncaught_at_start_ = std::uncaught_exceptions();
   Metrics metrics_;
   std::deque<std::pair<double, int64_t>> samples_;  // (seconds, step) for the recent rate
 };

@@ -1,16 +1,16 @@
 // CPU GEMM. sgemm: a packed, cache-blocked matrix multiply in the Goto/BLIS style, threaded with
 // OpenMP; dgemm: a simple, correct loop for float64 gradient checks.
 //
-// What sgemm does (C = alpha * op(A) @ op(B) + beta * C, all row-major):
+// What sgemm does (C = alpha * op(A) @ op(B) + beta * C, all row-major), per thread block of C:
 //
-//   for jc in N, step NC                      5th loop: a column block of C and of B
-//     for pc in K, step KC                    4th loop: a slice of the shared dimension
-//       pack op(B)[pc:pc+KC, jc:jc+NC] -> Bp  (all threads together; Bp stays in L2/L3)
-//       for ic in this thread's rows, step MC 3rd loop: a row block of C and of A
-//         pack op(A)[ic:ic+MC, pc:pc+KC] -> Ap  (each thread its own; Ap stays in L2)
-//         for jr in this thread's columns, step NR    2nd loop: one B micro-panel (stays in L1)
-//           for ir in 0..MC, step MR                  1st loop: one A micro-panel
-//             micro-kernel: C[ir:ir+MR, jr:jr+NR] (+)= Ap panel @ Bp panel   (in registers)
+//   for jc in N, step NC                        5th loop: a column block of C and of B
+//     for pc in K, step KC                      4th loop: a slice of the shared dimension
+//       pack op(B)[pc:pc+KC, jc:jc+NC] -> Bp    (KC x NC, lives in L3)
+//       for ic in M, step MC                    3rd loop: a row block of C and of A
+//         pack op(A)[ic:ic+MC, pc:pc+KC] -> Ap  (MC x KC, lives in L2)
+//         for jr in NC, step NR                 2nd loop: one B micro-panel (KC x NR, in L1)
+//           for ir in MC, step MR               1st loop: one A micro-panel (MR x KC)
+//             micro-kernel: C[ir:ir+MR, jr:jr+NR] (+)= Ap panel @ Bp panel  (in registers)
 //
 // Packing copies each block once into the exact order the micro-kernel reads it (contiguous,
 // 64-byte aligned, zero-padded to whole MR/NR panels), which is also where the transposes are
@@ -18,10 +18,13 @@
 // (later slices accumulate with beta = 1), alpha in the micro-kernel's final store. Ragged edge
 // tiles are computed whole into a scratch tile and only the valid part is written to C.
 //
-// Threading: the threads form a tm x tn grid over C (tm * tn = thread count, picked to balance the
-// work and keep each thread's block square); all threads share one packed B block and each packs
-// its own A blocks. Two barriers per (jc, pc) step protect the shared B buffer. Inside an OpenMP
-// parallel region the whole call runs on the calling thread.
+// Threading: the T threads split C into a tm x tn grid of blocks (tm * tn = T, whole micro-tiles,
+// picked so the largest block is smallest and blocks are square-ish) and each runs the loops
+// above on its own block with its own packing buffers. Threads share nothing and never wait for
+// each other inside the call, at the price of packing some of A or B twice (a few percent of the
+// time at most; see docs/benchmarks.md). This matters on a shared or oversubscribed machine: a
+// barrier every KC slice turns one descheduled thread into a stall of the whole team. Inside an
+// OpenMP parallel region the whole call runs on the calling thread.
 //
 // What it deliberately does not do: run-time CPU dispatch (the micro-kernel is chosen at compile
 // time, see gemm_microkernel.h), special GEMV kernels for M == 1 or N == 1 (those go through the
@@ -80,8 +83,8 @@ constexpr int64_t kMinWorkPerThread = 1 << 17;
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ------------------------------------------------------------------ packing buffers
-// A grow-only, 64-byte aligned float buffer. One per thread (thread_local) for A, and one per
-// calling thread for the shared B block; kept between calls so steady-state GEMMs never allocate.
+// A grow-only, 64-byte aligned float buffer, one per thread for A and one for B (thread_local),
+// kept between calls so steady-state GEMMs never allocate. Freed when the thread exits.
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,23 @@ BOOST_AUTO_TEST_CASE(unknown_total) {
   const std::string text = read_back(f);
   std::fclose(f);
   BOOST_TEST(text.find("stream done: 50 steps") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(no_done_line_when_unwinding) {
+  std::FILE* f = std::tmpfile();
+  BOOST_REQUIRE(f != nullptr);
+  Progress::Options o;
+  o.mode = Progress::Mode::Plain;
+  o.stream = f;
+  try {
+    Progress p(10, "train", o);
+    p.update(1);
+    throw std::runtime_error("training failed");
+  } catch (const std::runtime_error&) {
+  }
+  const std::string text = read_back(f);
+  std::fclose(f);
+  BOOST_TEST(text.find("done") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(durations) {

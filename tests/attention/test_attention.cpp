@@ -1,0 +1,160 @@
+// Scaled dot-product and multi-head attention, encoder blocks: masks, gradients, errors.
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+
+#include "attention/transformer_classifier.h"
+#include "posgrad.h"
+
+using namespace posgrad;
+
+namespace {
+bool throws_with(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return std::string(e.what()).find(needle) != std::string::npos;
+  }
+  return false;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(scaled_dot_product)
+
+BOOST_AUTO_TEST_CASE(causal_mask_blocks_the_future) {
+  Generator gen(1);
+  Variable q(normal({1, 2, 4, 3}, 0, 1, gen)), k(normal({1, 2, 4, 3}, 0, 1, gen)), v(normal({1, 2, 4, 3}, 0, 1, gen));
+  AttentionMasks masks;
+  masks.causal = true;
+  Tensor probs;
+  scaled_dot_product_attention(q, k, v, masks, &probs);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      if (j > i) BOOST_TEST(probs.at<float>({0, 1, i, j}) == 0.0f);
+  BOOST_CHECK_CLOSE(sum(probs.select(2, 2), {-1}).to_vector<float>()[0], 1.0f, 1e-4);
+  // The first query sees only itself: its output is v[0].
+  Variable out = scaled_dot_product_attention(q, k, v, masks);
+  BOOST_TEST(max_abs_diff(out.value().narrow(2, 0, 1), v.value().narrow(2, 0, 1)) < 1e-6);
+}
+
+BOOST_AUTO_TEST_CASE(padding_mask_ignores_padded_keys_and_fully_masked_rows_are_zero) {
+  Generator gen(2);
+  Variable q(normal({2, 1, 3, 4}, 0, 1, gen)), k(normal({2, 1, 3, 4}, 0, 1, gen)), v(normal({2, 1, 3, 4}, 0, 1, gen));
+  AttentionMasks masks;
+  masks.key_padding = Tensor::from_vector({0.f, 0.f, 1.f, 1.f, 1.f, 1.f}, {2, 3});
+  Tensor probs;
+  Variable out = scaled_dot_product_attention(q, k, v, masks, &probs);
+  BOOST_TEST(sum(probs.select(0, 0).select(2, 2)).item() == 0.0);
+  BOOST_TEST(sum(abs(out.value().select(0, 1))).item() == 0.0);  // every key padded: zeros, not NaN
+  // Changing a padded key's value changes nothing.
+  Tensor v2 = v.value().clone();
+  v2.select(0, 0).select(1, 2).fill_(100.0);
+  Variable out2 = scaled_dot_product_attention(q, k, Variable(v2), masks);
+  BOOST_TEST(max_abs_diff(out.value(), out2.value()) < 1e-6);
+  masks.key_padding = Tensor::zeros({2, 4});
+  BOOST_TEST(throws_with([&] { scaled_dot_product_attention(q, k, v, masks); }, "key_padding mask must be"));
+}
+
+BOOST_AUTO_TEST_CASE(attention_gradcheck_with_masks) {
+  Generator gen(3);
+  const Tensor pad = Tensor::from_vector({0., 0., 0., 1., 0., 1., 0., 0.}, {2, 4}).to(kFloat64);
+  auto fn = [pad](const std::vector<Variable>& x) {
+    AttentionMasks m;
+    m.key_padding = pad;
+    m.causal = true;
+    return scaled_dot_product_attention(x[0], x[1], x[2], m);
+  };
+  auto r = gradcheck(fn, {normal({2, 2, 4, 3}, 0, 1, gen, kFloat64), normal({2, 2, 4, 3}, 0, 1, gen, kFloat64),
+                          normal({2, 2, 4, 3}, 0, 1, gen, kFloat64)});
+  BOOST_TEST(r.ok, r.message);
+}
+
+BOOST_AUTO_TEST_CASE(shape_errors_name_the_shapes) {
+  Variable q(Tensor::zeros({1, 2, 3, 4})), k(Tensor::zeros({1, 2, 3, 5}));
+  BOOST_TEST(throws_with([&] { scaled_dot_product_attention(q, k, k); }, "shapes disagree"));
+  BOOST_TEST(throws_with([&] { scaled_dot_product_attention(Variable(Tensor::zeros({3, 4})), k, k); }, "[B, H, N, Dh]"));
+  AttentionMasks m;
+  m.causal = true;
+  Variable k6(Tensor::zeros({1, 2, 6, 4}));
+  BOOST_TEST(throws_with([&] { scaled_dot_product_attention(q, k6, k6, m); }, "causal"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(modules)
+
+BOOST_AUTO_TEST_CASE(multi_head_attention_gradcheck_in_float64) {
+  Generator gen(4);
+  auto mha = std::make_shared<MultiHeadAttention>(8, 2, gen);
+  mha->to(kFloat64);
+  auto fn = [mha](const std::vector<Variable>& x) { return mha->forward(x[0]); };
+  auto r = gradcheck(fn, {normal({2, 3, 8}, 0, 1, gen, kFloat64)});
+  BOOST_TEST(r.ok, r.message);
+  BOOST_TEST(mha->named_parameters().size() == 8u);
+  BOOST_TEST((mha->last_probs().shape() == Shape{2, 2, 3, 3}));
+  BOOST_TEST(throws_with([&] { MultiHeadAttention(10, 3, gen); }, "multiple of heads"));
+  BOOST_TEST(throws_with([&] { mha->forward(Variable(Tensor::zeros({2, 3, 6}, kFloat64))); }, "[B, N, 8]"));
+}
+
+BOOST_AUTO_TEST_CASE(encoder_blocks_gradcheck_pre_and_post_norm) {
+  for (bool pre : {true, false}) {
+    Generator gen(5);
+    TransformerBlockConfig cfg;
+    cfg.width = 8;
+    cfg.heads = 2;
+    cfg.ff_width = 12;
+    cfg.pre_norm = pre;
+    cfg.activation = pre ? "gelu" : "relu";
+    auto block = std::make_shared<TransformerEncoderBlock>(cfg, gen);
+    block->to(kFloat64);
+    // Gradients with respect to the input (parameters: the next test case).
+    auto fn = [block](const std::vector<Variable>& x) { return block->forward(x[0]); };
+    auto r = gradcheck(fn, {normal({2, 3, 8}, 0, 1, gen, kFloat64)});
+    BOOST_TEST(r.ok, (pre ? "pre-LN: " : "post-LN: ") << r.message);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(block_parameter_gradients_match_finite_differences) {
+  Generator gen(6);
+  TransformerBlockConfig cfg;
+  cfg.width = 4;
+  cfg.heads = 2;
+  cfg.ff_width = 6;
+  auto block = std::make_shared<TransformerEncoderBlock>(cfg, gen);
+  block->to(kFloat64);
+  const Tensor x = normal({1, 3, 4}, 0, 1, gen, kFloat64);
+  Variable loss = sum(square(block->forward(Variable(x))));
+  loss.backward();
+  // Central differences on a few entries of every parameter.
+  for (auto& [name, p] : block->named_parameters()) {
+    double* data = p.mutable_value().data<double>();
+    const auto analytic = p.grad().to_vector<double>();
+    for (int64_t i = 0; i < std::min<int64_t>(p.numel(), 3); ++i) {
+      const double orig = data[i], eps = 1e-6;
+      NoGradGuard ng;
+      data[i] = orig + eps;
+      const double lp = sum(square(block->forward(Variable(x)))).item();
+      data[i] = orig - eps;
+      const double lm = sum(square(block->forward(Variable(x)))).item();
+      data[i] = orig;
+      const double numeric = (lp - lm) / (2 * eps);
+      BOOST_TEST(std::abs(numeric - analytic[i]) < 1e-6 + 1e-4 * std::abs(numeric), name << "[" << i << "]");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(classifier_rejects_too_many_tokens) {
+  Generator gen(7);
+  TransformerClassifierConfig cfg;
+  cfg.vocab = 5;
+  cfg.max_tokens = 4;
+  cfg.classes = 2;
+  cfg.layers = 1;
+  cfg.block.width = 8;
+  cfg.block.heads = 2;
+  cfg.block.ff_width = 8;
+  TransformerClassifier model(cfg, gen);
+  BOOST_TEST((model.forward(Tensor::zeros({3, 4}, kInt64)).shape() == Shape{3, 2}));
+  BOOST_TEST(throws_with([&] { model.forward(Tensor::zeros({3, 5}, kInt64)); }, "exceed the position table"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
