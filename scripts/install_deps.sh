@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config libfmt-dev libboost-test-dev libyaml-cpp-dev
           nlohmann-json3-dev zlib1g-dev libstb-dev)
-if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch python3-numpy); fi
+if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch python3-numpy libopenblas0-pthread); fi
 
 missing=()
 for p in "${packages[@]}"; do
