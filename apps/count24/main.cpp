@@ -155,7 +155,9 @@ void run(const CommandLine& cl) {
   Generator gen(seed);
   count24::Count24Model model(c.get<int64_t>("model.embedding_dim"), c.get<int64_t>("model.hidden"), gen);
   auto opt = make_optimizer(c.get<std::string>("train.optimizer"), model.parameters(), lr);
-  DataLoader loader(train.dataset(), batch, /*shuffle=*/true, seed, /*drop_last=*/true);
+  // prefetch 0: batches are an in-memory index_select, and a worker thread would compete with
+  // the OpenMP threads on small machines.
+  DataLoader loader(train.dataset(), batch, /*shuffle=*/true, seed, /*drop_last=*/true, /*prefetch=*/0);
   if (loader.num_batches() == 0) fail("data.train_size ({}) is smaller than one batch ({})", train.size(), batch);
   const int64_t figure_rows = c.get<int64_t>("figure.sequences");
   if (!c.unused_keys().empty()) fail("config keys never used: {}", fmt::join(c.unused_keys(), ", "));
