@@ -14,25 +14,13 @@
 #include "apps/common/canvas.h"
 #include "apps/common/color.h"
 #include "tensor/error.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
+using posgrad::test::TempDir;
 using namespace posgrad::apps;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("posgrad_test_canvas_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 uint32_t big_endian32(const std::vector<uint8_t>& b, size_t at) {
   return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) | b[at + 3];
@@ -53,7 +41,7 @@ BOOST_AUTO_TEST_CASE(png_signature_and_size) {
   TempDir tmp;
   Canvas c(123, 45, colors::white);
   c.fill_rect({10, 10, 20, 20}, colors::red);
-  const fs::path p = tmp.path / "sub" / "image.png";
+  const fs::path p = tmp.path() / "sub" / "image.png";
   c.save_png(p);
   std::ifstream in(p, std::ios::binary);
   const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -13,8 +13,10 @@
 
 #include "apps/common/cli.h"
 #include "tensor/error.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
+using posgrad::test::TempDir;
 using posgrad::Error;
 using posgrad::apps::CommandLine;
 using posgrad::apps::CommandLineOptions;
@@ -22,30 +24,16 @@ using posgrad::apps::parse_command_line;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("posgrad_test_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 // A source tree with configs/testapp.yaml in a temporary folder.
 struct Fixture {
   TempDir dir;
   fs::path config;
   CommandLineOptions options;
   Fixture() {
-    fs::create_directories(dir.path / "configs");
-    config = dir.path / "configs" / "testapp.yaml";
+    fs::create_directories(dir.path() / "configs");
+    config = dir.path() / "configs" / "testapp.yaml";
     std::ofstream(config) << "seed: 1\ntrain:\n  lr: 0.1\n  steps: 100\n  layers: [1, 2]\n";
-    options.source_dir = dir.path;
+    options.source_dir = dir.path();
     options.help_stream = nullptr;
   }
   CommandLine parse(std::vector<std::string> args) const {
@@ -89,24 +77,24 @@ BOOST_AUTO_TEST_CASE(defaults_come_from_the_source_tree) {
 
 BOOST_AUTO_TEST_CASE(options_and_overrides) {
   Fixture f;
-  const fs::path other = f.dir.path / "other.yaml";
+  const fs::path other = f.dir.path() / "other.yaml";
   std::ofstream(other) << "seed: 5\ntrain:\n  lr: 0.5\n  steps: 10\n  layers: [3]\n";
   const CommandLine cl = f.parse({"--config", other.string(), "-Dtrain.lr=1e-3", "-D",
                                   "seed=9", "-Dtrain.layers=4,5,6", "--out",
-                                  (f.dir.path / "run1").string(), "--overwrite"});
+                                  (f.dir.path() / "run1").string(), "--overwrite"});
   BOOST_TEST(cl.config_path == other);
   BOOST_TEST(cl.config.get<double>("train.lr") == 1e-3);
   BOOST_TEST(cl.config.get<int64_t>("seed") == 9);
   BOOST_TEST(cl.config.get<int64_t>("train.steps") == 10);
   BOOST_TEST(cl.config.get<std::vector<int64_t>>("train.layers") == std::vector<int64_t>({4, 5, 6}));
   BOOST_TEST(cl.overrides == std::vector<std::string>({"train.lr=1e-3", "seed=9", "train.layers=4,5,6"}));
-  BOOST_TEST(cl.out_dir == f.dir.path / "run1");
+  BOOST_TEST(cl.out_dir == f.dir.path() / "run1");
   BOOST_TEST(cl.out_dir_given);
   BOOST_TEST(cl.overwrite);
 
-  const CommandLine eq = f.parse({"--config=" + other.string(), "--out=" + (f.dir.path / "r").string()});
+  const CommandLine eq = f.parse({"--config=" + other.string(), "--out=" + (f.dir.path() / "r").string()});
   BOOST_TEST(eq.config_path == other);
-  BOOST_TEST(eq.out_dir == f.dir.path / "r");
+  BOOST_TEST(eq.out_dir == f.dir.path() / "r");
 }
 
 BOOST_AUTO_TEST_CASE(later_overrides_win) {

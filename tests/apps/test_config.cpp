@@ -13,8 +13,10 @@
 
 #include "apps/common/config.h"
 #include "tensor/error.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
+using posgrad::test::TempDir;
 using posgrad::Error;
 using posgrad::apps::Config;
 using posgrad::apps::ConfigType;
@@ -58,27 +60,13 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("posgrad_test_config_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(config)
 
 BOOST_AUTO_TEST_CASE(load_infers_types_from_defaults) {
   TempDir dir;
-  const fs::path file = dir.path / "app.yaml";
+  const fs::path file = dir.path() / "app.yaml";
   std::ofstream(file) << kYaml;
   const Config c = Config::load(file);
   BOOST_TEST(c.source() == file.string());

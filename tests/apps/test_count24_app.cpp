@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/test_support.h"
+
 namespace fs = std::filesystem;
+using posgrad::test::read_text;
 
 namespace {
 const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "count24";
@@ -23,13 +26,6 @@ int run(const std::string& args, const fs::path& log) {
   const std::string cmd = kApp.string() + " " + args + " > " + log.string() + " 2>&1";
   return std::system(cmd.c_str());
 }
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(count24_app)
@@ -41,8 +37,8 @@ BOOST_AUTO_TEST_CASE(short_run_reaches_its_accuracy_and_writes_the_run_folder) {
   const int rc = run("--out " + out.string() + " -Dtrain.steps=300 -Dtrain.eval_every=100 -Dtrain.log_every=50 "
                      "-Ddata.train_size=20000 -Dtrain.checkpoint_every=100",
                      tmp.path / "log.txt");
-  BOOST_REQUIRE_MESSAGE(rc == 0, "count24 failed:\n" << slurp(tmp.path / "log.txt"));
-  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  BOOST_REQUIRE_MESSAGE(rc == 0, "count24 failed:\n" << read_text(tmp.path / "log.txt"));
+  const auto summary = nlohmann::json::parse(read_text(out / "summary.json"));
   const double accuracy = summary["test_accuracy"], attention = summary["attention_on_2s_4s"];
   BOOST_TEST_MESSAGE("count24 (300 steps): test_accuracy " << accuracy << ", attention_on_2s_4s " << attention);
   BOOST_TEST(accuracy >= 0.98);
@@ -62,11 +58,11 @@ BOOST_AUTO_TEST_CASE(bad_input_gives_one_clear_error) {
   TempDir tmp;
   fs::create_directories(tmp.path);
   BOOST_TEST(run("--out " + (tmp.path / "a").string() + " -Dtrain.no_such_key=1", tmp.path / "log.txt") != 0);
-  BOOST_TEST(slurp(tmp.path / "log.txt").find("train.no_such_key") != std::string::npos);
+  BOOST_TEST(read_text(tmp.path / "log.txt").find("train.no_such_key") != std::string::npos);
   BOOST_TEST(run("--out " + (tmp.path / "b").string() + " -Dtrain.steps=abc", tmp.path / "log.txt") != 0);
-  BOOST_TEST(slurp(tmp.path / "log.txt").find("train.steps") != std::string::npos);
+  BOOST_TEST(read_text(tmp.path / "log.txt").find("train.steps") != std::string::npos);
   BOOST_TEST(run("--out " + (tmp.path / "c").string() + " -Dtrain.optimizer=lbfgs", tmp.path / "log.txt") != 0);
-  BOOST_TEST(slurp(tmp.path / "log.txt").find("unknown optimizer") != std::string::npos);
+  BOOST_TEST(read_text(tmp.path / "log.txt").find("unknown optimizer") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(divergence_is_reported_not_hidden) {
@@ -74,7 +70,7 @@ BOOST_AUTO_TEST_CASE(divergence_is_reported_not_hidden) {
   fs::create_directories(tmp.path);
   const int rc = run("--out " + (tmp.path / "d").string() + " -Dtrain.optimizer=sgd -Dtrain.lr=1e30 -Dtrain.steps=50",
                      tmp.path / "log.txt");
-  const std::string log = slurp(tmp.path / "log.txt");
+  const std::string log = read_text(tmp.path / "log.txt");
   BOOST_TEST(rc != 0, log);
   BOOST_TEST((log.find("diverged") != std::string::npos || log.find("non-finite") != std::string::npos), log);
 }

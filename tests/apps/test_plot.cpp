@@ -14,25 +14,13 @@
 
 #include "apps/common/plot.h"
 #include "tensor/error.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
+using posgrad::test::TempDir;
 using namespace posgrad::apps;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("posgrad_test_plot_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 bool close(Color a, Color b, int tolerance) {
   return std::abs(a.r - b.r) <= tolerance && std::abs(a.g - b.g) <= tolerance &&
@@ -226,7 +214,7 @@ BOOST_AUTO_TEST_CASE(count24_style_figure_saves) {
   LinePlotOptions lo;
   lo.log_y = true;
   draw_line_plot(fig.canvas(), fig.panel(1, 0, 1, 2), {Series{"loss", {}, {3, 1, 0.5, 0.1, 0.05}, std::nullopt}}, lo);
-  const fs::path p = tmp.path / "figures" / "count24.png";
+  const fs::path p = tmp.path() / "figures" / "count24.png";
   fig.save_png(p);
   BOOST_TEST(fs::file_size(p) > 1000u);
 }

@@ -16,8 +16,11 @@
 #include "apps/common/cli.h"
 #include "apps/common/run_dir.h"
 #include "tensor/error.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
+using posgrad::test::read_text;
+using posgrad::test::TempDir;
 using posgrad::Error;
 using posgrad::apps::Config;
 using posgrad::apps::ExistingRun;
@@ -25,32 +28,11 @@ using posgrad::apps::RunDir;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("posgrad_test_run_dir_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 std::vector<std::string> read_lines(const fs::path& p) {
   std::ifstream in(p);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
-}
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Files whose names hold ".tmp." anywhere under `dir`.
@@ -77,7 +59,7 @@ BOOST_AUTO_TEST_SUITE(run_dir)
 
 BOOST_AUTO_TEST_CASE(writes_config_metrics_summary) {
   TempDir tmp;
-  const fs::path dir = tmp.path / "runs" / "app" / "one";
+  const fs::path dir = tmp.path() / "runs" / "app" / "one";
   Config config = Config::parse("train:\n  lr: 0.01\n  steps: 3\nname: x\n", "defaults.yaml");
   config.apply_override("train.steps=5");
   {
@@ -117,15 +99,15 @@ BOOST_AUTO_TEST_CASE(writes_config_metrics_summary) {
   BOOST_TEST(nlohmann::json::parse(lines[0])["loss"].get<double>() == 1.0);
   BOOST_TEST(nlohmann::json::parse(lines[3])["time_s"].get<double>() == 99.5);
 
-  const nlohmann::json summary = nlohmann::json::parse(read_all(dir / "summary.json"));
+  const nlohmann::json summary = nlohmann::json::parse(read_text(dir / "summary.json"));
   BOOST_TEST(summary["final_loss"].get<double>() == 0.125);
-  BOOST_TEST(read_all(dir / "notes" / "readme.txt") == "hello\n");
+  BOOST_TEST(read_text(dir / "notes" / "readme.txt") == "hello\n");
   BOOST_TEST(temp_files(dir) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(refuses_a_folder_with_files) {
   TempDir tmp;
-  const fs::path dir = tmp.path / "run";
+  const fs::path dir = tmp.path() / "run";
   { RunDir run(dir); run.log_metrics({{"step", 1}}); run.write_summary({{"x", 1}}); }
   const std::string msg = error_of([&] { RunDir again(dir); });
   BOOST_TEST(msg.find(dir.string()) != std::string::npos);
@@ -133,17 +115,17 @@ BOOST_AUTO_TEST_CASE(refuses_a_folder_with_files) {
   BOOST_TEST(msg.find("metrics.jsonl") != std::string::npos);
 
   // An existing empty folder is fine.
-  fs::create_directories(tmp.path / "empty");
-  BOOST_CHECK_NO_THROW(RunDir(tmp.path / "empty"));
+  fs::create_directories(tmp.path() / "empty");
+  BOOST_CHECK_NO_THROW(RunDir(tmp.path() / "empty"));
 
   // A file where the folder should be is an error.
-  std::ofstream(tmp.path / "file") << "x";
-  BOOST_TEST(error_of([&] { RunDir r(tmp.path / "file", ExistingRun::Overwrite); }) != "");
+  std::ofstream(tmp.path() / "file") << "x";
+  BOOST_TEST(error_of([&] { RunDir r(tmp.path() / "file", ExistingRun::Overwrite); }) != "");
 }
 
 BOOST_AUTO_TEST_CASE(overwrite_restarts_append_continues) {
   TempDir tmp;
-  const fs::path dir = tmp.path / "run";
+  const fs::path dir = tmp.path() / "run";
   {
     RunDir run(dir);
     run.log_metrics({{"step", 1}});
@@ -166,11 +148,11 @@ BOOST_AUTO_TEST_CASE(overwrite_restarts_append_continues) {
 
 BOOST_AUTO_TEST_CASE(open_run_dir_records_config_and_command) {
   TempDir tmp;
-  fs::create_directories(tmp.path / "configs");
-  std::ofstream(tmp.path / "configs" / "myapp.yaml") << "seed: 1\n";
+  fs::create_directories(tmp.path() / "configs");
+  std::ofstream(tmp.path() / "configs" / "myapp.yaml") << "seed: 1\n";
   posgrad::apps::CommandLineOptions options;
-  options.source_dir = tmp.path;
-  const std::string out = (tmp.path / "out dir").string();
+  options.source_dir = tmp.path();
+  const std::string out = (tmp.path() / "out dir").string();
   std::vector<const char*> argv{"myapp", "-Dseed=2", "--out", out.c_str()};
   const auto cl = posgrad::apps::parse_command_line(4, argv.data(), "myapp", {}, options);
   {
@@ -178,10 +160,10 @@ BOOST_AUTO_TEST_CASE(open_run_dir_records_config_and_command) {
     RunDir moved = std::move(run);
     moved.log_metrics({{"step", 1}});
   }
-  BOOST_TEST(Config::load(tmp.path / "out dir" / "config.yaml").get<int64_t>("seed") == 2);
-  BOOST_TEST(read_all(tmp.path / "out dir" / "command.txt") ==
+  BOOST_TEST(Config::load(tmp.path() / "out dir" / "config.yaml").get<int64_t>("seed") == 2);
+  BOOST_TEST(read_text(tmp.path() / "out dir" / "command.txt") ==
              "myapp -Dseed=2 --out '" + out + "'\n");
-  BOOST_TEST(read_lines(tmp.path / "out dir" / "metrics.jsonl").size() == 1u);
+  BOOST_TEST(read_lines(tmp.path() / "out dir" / "metrics.jsonl").size() == 1u);
   // Second time: refused, unless --overwrite.
   BOOST_TEST(error_of([&] { posgrad::apps::open_run_dir(cl); }).find("--overwrite") != std::string::npos);
   auto again = cl;
@@ -191,19 +173,19 @@ BOOST_AUTO_TEST_CASE(open_run_dir_records_config_and_command) {
 
 BOOST_AUTO_TEST_CASE(atomic_write_replaces_whole_files) {
   TempDir tmp;
-  const fs::path p = tmp.path / "a" / "b" / "file.txt";
+  const fs::path p = tmp.path() / "a" / "b" / "file.txt";
   posgrad::apps::atomic_write_text(p, "first version, longer\n");
   posgrad::apps::atomic_write_text(p, "second\n");
-  BOOST_TEST(read_all(p) == "second\n");
+  BOOST_TEST(read_text(p) == "second\n");
   posgrad::apps::atomic_write_text(p, std::string("bin\0ary", 7));
-  BOOST_TEST(read_all(p).size() == 7u);
-  BOOST_TEST(temp_files(tmp.path) == 0);
+  BOOST_TEST(read_text(p).size() == 7u);
+  BOOST_TEST(temp_files(tmp.path()) == 0);
   // A path under a regular file cannot be written: an error naming it, nothing left behind.
-  std::ofstream(tmp.path / "plain") << "x";
+  std::ofstream(tmp.path() / "plain") << "x";
   const std::string msg =
-      error_of([&] { posgrad::apps::atomic_write_text(tmp.path / "plain" / "f.txt", "x"); });
+      error_of([&] { posgrad::apps::atomic_write_text(tmp.path() / "plain" / "f.txt", "x"); });
   BOOST_TEST(msg.find("plain") != std::string::npos);
-  BOOST_TEST(temp_files(tmp.path) == 0);
+  BOOST_TEST(temp_files(tmp.path()) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

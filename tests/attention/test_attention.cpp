@@ -4,19 +4,10 @@
 
 #include "attention/transformer_classifier.h"
 #include "posgrad.h"
+#include "tests/test_support.h"
 
 using namespace posgrad;
-
-namespace {
-bool throws_with(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return std::string(e.what()).find(needle) != std::string::npos;
-  }
-  return false;
-}
-}  // namespace
+using posgrad::test::throws_with;
 
 BOOST_AUTO_TEST_SUITE(scaled_dot_product)
 

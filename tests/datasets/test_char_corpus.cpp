@@ -8,7 +8,7 @@
 #include "test_util.h"
 
 using namespace posgrad;
-using posgrad::test::check_error;
+using posgrad::test::expect_error;
 using posgrad::test::TempDir;
 
 namespace {
@@ -24,8 +24,8 @@ BOOST_AUTO_TEST_CASE(vocabulary_is_sorted_unique_bytes) {
   BOOST_TEST((v.symbols() == std::vector<uint8_t>{'\n', 'a', 'b', 'n'}));
   BOOST_TEST((v.encode("nab") == std::vector<int64_t>{3, 1, 2}));
   BOOST_TEST(v.decode({2, 1, 3, 1, 3, 1, 0}) == "banana\n");
-  check_error([&] { v.encode("x"); }, {"'x'", "not in the vocabulary"});
-  check_error([&] { v.decode({4}); }, {"token id 4"});
+  expect_error([&] { v.encode("x"); }, {"'x'", "not in the vocabulary"});
+  expect_error([&] { v.decode({4}); }, {"token id 4"});
   // Arbitrary bytes (UTF-8 pieces, NUL) round-trip.
   const std::string bytes("\x00\xc3\xa9z", 4);
   const CharVocab b = CharVocab::from_text(bytes);
@@ -100,22 +100,22 @@ BOOST_AUTO_TEST_CASE(sequential_windows_cover_the_split) {
   std::string via_loader;
   for (const Batch& b : loader.epoch(0)) via_loader += c.vocab().decode(b.input.to_vector<int64_t>());
   BOOST_TEST(via_loader == inputs);
-  check_error([&] { c.sequential_batch(TextSplit::Val, 3, t, nb); }, {"out of range"});
+  expect_error([&] { c.sequential_batch(TextSplit::Val, 3, t, nb); }, {"out of range"});
 }
 
 BOOST_AUTO_TEST_CASE(errors) {
   TempDir dir;
   test::write_text(dir / "empty.txt", "");
-  check_error([&] { CharCorpus::load(dir / "empty.txt"); }, {"empty.txt", "empty"});
-  check_error([&] { CharCorpus::load(dir / "absent.txt"); }, {"absent.txt", "file not found"});
+  expect_error([&] { CharCorpus::load(dir / "empty.txt"); }, {"empty.txt", "empty"});
+  expect_error([&] { CharCorpus::load(dir / "absent.txt"); }, {"absent.txt", "file not found"});
   test::write_text(dir / "small.txt", "abcdefghijklmnopqrst");  // 18 train, 2 validation bytes
   const CharCorpus c = CharCorpus::load(dir / "small.txt");
   Generator gen(0);
-  check_error([&] { c.sample_batch(TextSplit::Val, 1, 2, gen); },
+  expect_error([&] { c.sample_batch(TextSplit::Val, 1, 2, gen); },
               {"small.txt", "window of 2 tokens needs 3", "validation split has only 2"});
-  check_error([&] { c.sample_batch(TextSplit::Train, 1, 18, gen); }, {"train split has only 18"});
-  check_error([&] { c.windows(TextSplit::Train, 0); }, {"window length"});
-  check_error([&] { CharCorpus::from_text("abc", 0.0); }, {"train_fraction"});
+  expect_error([&] { c.sample_batch(TextSplit::Train, 1, 18, gen); }, {"train split has only 18"});
+  expect_error([&] { c.windows(TextSplit::Train, 0); }, {"window length"});
+  expect_error([&] { CharCorpus::from_text("abc", 0.0); }, {"train_fraction"});
 }
 
 BOOST_AUTO_TEST_CASE(real_tiny_shakespeare, *boost::unit_test::precondition(test::data_present("tinyshakespeare"))) {

@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 using namespace posgrad;
-using posgrad::test::check_error;
+using posgrad::test::expect_error;
 using posgrad::test::TempDir;
 
 namespace {
@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(train_batches_concatenate_and_test_batch_is_optional) {
   BOOST_REQUIRE(test_set.has_value());
   BOOST_TEST(test_set->size() == 3);
   std::filesystem::remove(dir / "data_batch_4.bin");
-  check_error([&] { load_cifar10_train(dir.path()); }, {"data_batch_4.bin", "file not found"});
+  expect_error([&] { load_cifar10_train(dir.path()); }, {"data_batch_4.bin", "file not found"});
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_files) {
@@ -66,15 +66,15 @@ BOOST_AUTO_TEST_CASE(corrupt_files) {
   auto records = cifar_records(2);
   records.resize(records.size() + 5);
   test::write_bytes(dir / "odd.bin", records);
-  check_error([&] { load_cifar10_files({dir / "odd.bin"}); },
+  expect_error([&] { load_cifar10_files({dir / "odd.bin"}); },
               {"odd.bin", "6151 bytes is not a multiple of the 3073-byte"});
   auto bad = cifar_records(3);
   bad[2 * 3073] = 10;
   test::write_bytes(dir / "bad_label.bin", bad);
-  check_error([&] { load_cifar10_files({dir / "bad_label.bin"}); }, {"bad_label.bin", "label 10 in record 2"});
+  expect_error([&] { load_cifar10_files({dir / "bad_label.bin"}); }, {"bad_label.bin", "label 10 in record 2"});
   test::write_bytes(dir / "empty.bin", {});
-  check_error([&] { load_cifar10_files({dir / "empty.bin"}); }, {"empty.bin", "empty"});
-  check_error([&] { load_cifar10_files({dir / "missing.bin"}); }, {"missing.bin", "file not found"});
+  expect_error([&] { load_cifar10_files({dir / "empty.bin"}); }, {"empty.bin", "empty"});
+  expect_error([&] { load_cifar10_files({dir / "missing.bin"}); }, {"missing.bin", "file not found"});
 }
 
 BOOST_AUTO_TEST_CASE(sequence_and_channels_last_views) {
@@ -91,7 +91,7 @@ BOOST_AUTO_TEST_CASE(sequence_and_channels_last_views) {
       BOOST_TEST(seq.at<float>({1, p, ch}) == c.images.at<float>({1, ch, p / 32, p % 32}));
       BOOST_TEST(last.at<float>({1, p / 32, p % 32, ch}) == c.images.at<float>({1, ch, p / 32, p % 32}));
     }
-  check_error([&] { images_to_sequence(Tensor::zeros({3, 4})); }, {"images_to_sequence", "[B, C, H, W]"});
+  expect_error([&] { images_to_sequence(Tensor::zeros({3, 4})); }, {"images_to_sequence", "[B, C, H, W]"});
 }
 
 BOOST_AUTO_TEST_CASE(random_split_protocol) {
@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(random_split_protocol) {
   const SplitIndices odd = random_split_indices(11, 0.2, 0);  // floor(2.2) = 2 validation
   BOOST_TEST(odd.train.size() == 9u);
   BOOST_TEST(odd.val.size() == 2u);
-  check_error([] { random_split_indices(10, 1.0, 0); }, {"val_fraction"});
+  expect_error([] { random_split_indices(10, 1.0, 0); }, {"val_fraction"});
 }
 
 BOOST_AUTO_TEST_CASE(real_cifar10, *boost::unit_test::precondition(test::data_present("cifar10"))) {

@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(seeded_and_reproducible) {
   const Count24 prefix = make_count24(10, 1);
   const std::vector<int64_t> all = a.inputs.to_vector<int64_t>();
   BOOST_TEST((prefix.inputs.to_vector<int64_t>() == std::vector<int64_t>(all.begin(), all.begin() + 100)));
-  posgrad::test::check_error([] { make_count24(0, 1); }, {"make_count24", "0"});
+  posgrad::test::expect_error([] { make_count24(0, 1); }, {"make_count24", "0"});
 }
 
 BOOST_AUTO_TEST_CASE(positive_rate) {

@@ -8,7 +8,7 @@
 #include "test_util.h"
 
 using namespace posgrad;
-using posgrad::test::check_error;
+using posgrad::test::expect_error;
 using posgrad::test::TempDir;
 
 namespace {
@@ -33,8 +33,8 @@ BOOST_AUTO_TEST_CASE(explicit_and_environment_override) {
   BOOST_TEST(std::filesystem::equivalent(find_data_dir(), a.path()));
   BOOST_TEST(std::filesystem::equivalent(find_data_dir(b.path().string()), b.path()));  // config wins
   ::setenv(kDataDirEnv, (a.path() / "missing").c_str(), 1);
-  check_error([] { find_data_dir(); }, {"POSGRAD_DATA_DIR", "missing", "no such directory"});
-  check_error([&] { find_data_dir((b.path() / "nowhere").string()); }, {"nowhere", "no such directory"});
+  expect_error([] { find_data_dir(); }, {"POSGRAD_DATA_DIR", "missing", "no such directory"});
+  expect_error([&] { find_data_dir((b.path() / "nowhere").string()); }, {"nowhere", "no such directory"});
 }
 
 BOOST_AUTO_TEST_CASE(automatic_lookup_and_error_message) {
@@ -49,7 +49,7 @@ BOOST_AUTO_TEST_CASE(automatic_lookup_and_error_message) {
     BOOST_TEST(std::filesystem::is_directory(*found));
     return;
   }
-  check_error([] { find_data_dir(); }, {"data folder not found", "looked in", candidates[0].string(), "POSGRAD_DATA_DIR"});
+  expect_error([] { find_data_dir(); }, {"data folder not found", "looked in", candidates[0].string(), "POSGRAD_DATA_DIR"});
 }
 
 BOOST_AUTO_TEST_CASE(relative_to_current_directory) {

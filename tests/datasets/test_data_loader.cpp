@@ -13,7 +13,7 @@
 #include "test_util.h"
 
 using namespace posgrad;
-using posgrad::test::check_error;
+using posgrad::test::expect_error;
 
 namespace {
 // input = index (int64 []), target = 2 * index (float32 []).
@@ -60,8 +60,8 @@ BOOST_AUTO_TEST_CASE(tensor_dataset_get_and_batch) {
   BOOST_TEST((b.input.shape() == Shape{3}));
   BOOST_TEST((b.input.to_vector<int64_t>() == std::vector<int64_t>{4, 0, 2}));
   BOOST_TEST((b.target.to_vector<float>() == std::vector<float>{8, 0, 4}));
-  check_error([&] { ds->get(5); }, {"index 5", "[0, 5)"});
-  check_error([&] { TensorDataset(Tensor::zeros({3, 2}), Tensor::zeros({4})); }, {"TensorDataset", "[3, 2]", "[4]"});
+  expect_error([&] { ds->get(5); }, {"index 5", "[0, 5)"});
+  expect_error([&] { TensorDataset(Tensor::zeros({3, 2}), Tensor::zeros({4})); }, {"TensorDataset", "[3, 2]", "[4]"});
 }
 
 BOOST_AUTO_TEST_CASE(collate_stacks_and_checks) {
@@ -78,8 +78,8 @@ BOOST_AUTO_TEST_CASE(collate_stacks_and_checks) {
   BOOST_TEST((pb.input.shape() == Shape{2, 1}));
   BOOST_TEST(!pb.target.defined());
   ex[1].input = Tensor::zeros({3});
-  check_error([&] { collate(ex); }, {"collate", "example 1"});
-  check_error([&] { collate({}); }, {"collate"});
+  expect_error([&] { collate(ex); }, {"collate", "example 1"});
+  expect_error([&] { collate({}); }, {"collate"});
 }
 
 BOOST_AUTO_TEST_CASE(subset_dataset_maps_indices) {
@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(subset_dataset_maps_indices) {
   BOOST_TEST(sub.size() == 3);
   BOOST_TEST(sub.get(1).input.item() == 3.0);
   BOOST_TEST((sub.get_batch({2, 0}).input.to_vector<int64_t>() == std::vector<int64_t>{9, 7}));
-  check_error([&] { SubsetDataset(base, {10}); }, {"index 10"});
+  expect_error([&] { SubsetDataset(base, {10}); }, {"index 10"});
 }
 
 BOOST_AUTO_TEST_CASE(every_index_once_per_epoch) {
@@ -216,9 +216,9 @@ BOOST_AUTO_TEST_CASE(moved_epoch_keeps_working) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_options_are_errors) {
-  check_error([] { DataLoader(index_dataset(3), 0); }, {"batch_size"});
-  check_error([] { DataLoader(index_dataset(3), 1, false, 0, false, -1); }, {"prefetch"});
-  check_error([] { DataLoader(nullptr, 1); }, {"no dataset"});
+  expect_error([] { DataLoader(index_dataset(3), 0); }, {"batch_size"});
+  expect_error([] { DataLoader(index_dataset(3), 1, false, 0, false, -1); }, {"prefetch"});
+  expect_error([] { DataLoader(nullptr, 1); }, {"no dataset"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

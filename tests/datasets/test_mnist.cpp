@@ -8,7 +8,7 @@
 #include "test_util.h"
 
 using namespace posgrad;
-using posgrad::test::check_error;
+using posgrad::test::expect_error;
 using posgrad::test::TempDir;
 
 namespace {
@@ -76,30 +76,30 @@ BOOST_AUTO_TEST_CASE(other_image_sizes) {
 BOOST_AUTO_TEST_CASE(wrong_magic) {
   TempDir dir;
   test::write_bytes(dir / "labels-as-images", idx_labels({1, 2}));
-  check_error([&] { load_idx_images(dir / "labels-as-images"); },
+  expect_error([&] { load_idx_images(dir / "labels-as-images"); },
               {"labels-as-images", "wrong magic number 0x00000801", "expected 0x00000803"});
   test::write_bytes(dir / "images-as-labels.gz", {});
   test::write_gzip(dir / "images-as-labels.gz", idx_images(1, 2, 2));
-  check_error([&] { load_idx_labels(dir / "images-as-labels.gz"); },
+  expect_error([&] { load_idx_labels(dir / "images-as-labels.gz"); },
               {"images-as-labels.gz", "wrong magic number 0x00000803", "expected 0x00000801"});
   std::vector<uint8_t> floats = idx_images(1, 2, 2);
   floats[2] = 0x0D;  // float32 element type
   test::write_bytes(dir / "floats", floats);
-  check_error([&] { load_idx_images(dir / "floats"); }, {"floats", "element type 0x0d", "not supported"});
+  expect_error([&] { load_idx_images(dir / "floats"); }, {"floats", "element type 0x0d", "not supported"});
   test::write_text(dir / "text.idx", "hello, this is not IDX");
-  check_error([&] { load_idx_images(dir / "text.idx"); }, {"text.idx", "wrong magic"});
+  expect_error([&] { load_idx_images(dir / "text.idx"); }, {"text.idx", "wrong magic"});
 }
 
 BOOST_AUTO_TEST_CASE(truncated_header) {
   TempDir dir;
   auto images = idx_images(1, 28, 28);
   test::write_bytes(dir / "short-header", std::vector<uint8_t>(images.begin(), images.begin() + 10));
-  check_error([&] { load_idx_images(dir / "short-header"); },
+  expect_error([&] { load_idx_images(dir / "short-header"); },
               {"short-header", "truncated header", "10 bytes", "expected 16"});
   test::write_bytes(dir / "tiny", {0, 0});
-  check_error([&] { load_idx_labels(dir / "tiny"); }, {"tiny", "truncated header"});
+  expect_error([&] { load_idx_labels(dir / "tiny"); }, {"tiny", "truncated header"});
   test::write_bytes(dir / "empty", {});
-  check_error([&] { load_idx_labels(dir / "empty"); }, {"empty", "truncated header"});
+  expect_error([&] { load_idx_labels(dir / "empty"); }, {"empty", "truncated header"});
 }
 
 BOOST_AUTO_TEST_CASE(truncated_data) {
@@ -107,12 +107,12 @@ BOOST_AUTO_TEST_CASE(truncated_data) {
   auto images = idx_images(60000, 28, 28);
   images.resize(16 + 1000);
   test::write_gzip(dir / "train-images-idx3-ubyte.gz", images);
-  check_error([&] { load_idx_images(dir / "train-images-idx3-ubyte.gz"); },
+  expect_error([&] { load_idx_images(dir / "train-images-idx3-ubyte.gz"); },
               {"train-images-idx3-ubyte.gz", "expected 47040000 bytes of pixels, file has 1000"});
   auto labels = idx_labels({1, 2, 3, 4});
   labels.pop_back();
   test::write_bytes(dir / "labels", labels);
-  check_error([&] { load_idx_labels(dir / "labels"); }, {"labels", "expected 4 bytes of labels, file has 3"});
+  expect_error([&] { load_idx_labels(dir / "labels"); }, {"labels", "expected 4 bytes of labels, file has 3"});
 }
 
 BOOST_AUTO_TEST_CASE(wrong_size_trailing_bytes) {
@@ -121,20 +121,20 @@ BOOST_AUTO_TEST_CASE(wrong_size_trailing_bytes) {
   labels.push_back(7);
   labels.push_back(7);
   test::write_bytes(dir / "long-labels", labels);
-  check_error([&] { load_idx_labels(dir / "long-labels"); }, {"long-labels", "wrong size", "2 extra"});
+  expect_error([&] { load_idx_labels(dir / "long-labels"); }, {"long-labels", "wrong size", "2 extra"});
 }
 
 BOOST_AUTO_TEST_CASE(count_mismatch_between_images_and_labels) {
   TempDir dir;
   test::write_bytes(dir / "imgs", idx_images(3, 2, 2));
   test::write_bytes(dir / "lbls", idx_labels({1, 2}));
-  check_error([&] { load_mnist_files(dir / "imgs", dir / "lbls"); }, {"imgs", "3 images", "lbls", "2 labels"});
+  expect_error([&] { load_mnist_files(dir / "imgs", dir / "lbls"); }, {"imgs", "3 images", "lbls", "2 labels"});
 }
 
 BOOST_AUTO_TEST_CASE(bad_label) {
   TempDir dir;
   test::write_bytes(dir / "lbls", idx_labels({1, 2, 12, 3}));
-  check_error([&] { load_idx_labels(dir / "lbls"); }, {"lbls", "label 12 at index 2", "0..9"});
+  expect_error([&] { load_idx_labels(dir / "lbls"); }, {"lbls", "label 12 at index 2", "0..9"});
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_gzip_and_missing_files) {
@@ -142,10 +142,10 @@ BOOST_AUTO_TEST_CASE(corrupt_gzip_and_missing_files) {
   test::write_gzip(dir / "whole.gz", idx_images(50, 28, 28));
   const auto gz = test::read_bytes(dir / "whole.gz");
   test::write_bytes(dir / "cut.gz", std::vector<uint8_t>(gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2)));
-  check_error([&] { load_idx_images(dir / "cut.gz"); }, {"cut.gz", "gzip"});
-  check_error([&] { load_idx_images(dir / "nope.gz"); }, {"nope.gz", "file not found"});
-  check_error([&] { load_idx_images(dir.path()); }, {"is a directory"});
-  check_error([&] { load_mnist(dir.path(), true); }, {"train-images-idx3-ubyte.gz", "file not found"});
+  expect_error([&] { load_idx_images(dir / "cut.gz"); }, {"cut.gz", "gzip"});
+  expect_error([&] { load_idx_images(dir / "nope.gz"); }, {"nope.gz", "file not found"});
+  expect_error([&] { load_idx_images(dir.path()); }, {"is a directory"});
+  expect_error([&] { load_mnist(dir.path(), true); }, {"train-images-idx3-ubyte.gz", "file not found"});
 }
 
 BOOST_AUTO_TEST_CASE(real_mnist, *boost::unit_test::precondition(test::data_present("mnist"))) {

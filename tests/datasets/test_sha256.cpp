@@ -7,7 +7,7 @@
 #include "test_util.h"
 
 using namespace posgrad;
-using posgrad::test::check_error;
+using posgrad::test::expect_error;
 using posgrad::test::TempDir;
 
 BOOST_AUTO_TEST_SUITE(sha256)
@@ -60,8 +60,8 @@ BOOST_AUTO_TEST_CASE(mismatch_and_sums_file) {
   TempDir dir;
   test::write_text(dir / "a.txt", "abc");
   test::write_text(dir / "b.txt", "not abc");
-  check_error([&] { verify_sha256(dir / "b.txt", sha256_hex("abc")); }, {"b.txt", "SHA-256 mismatch", sha256_hex("abc")});
-  check_error([&] { verify_sha256(dir / "c.txt", sha256_hex("abc")); }, {"c.txt", "file not found"});
+  expect_error([&] { verify_sha256(dir / "b.txt", sha256_hex("abc")); }, {"b.txt", "SHA-256 mismatch", sha256_hex("abc")});
+  expect_error([&] { verify_sha256(dir / "c.txt", sha256_hex("abc")); }, {"c.txt", "file not found"});
   test::write_text(dir / "SHA256SUMS", sha256_hex("abc") + "  a.txt\n" + sha256_hex("abc") + "  b.txt\n" +
                                            sha256_hex("abc") + " *c.txt\n");
   const auto results = verify_sha256sums(dir / "SHA256SUMS");
@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(mismatch_and_sums_file) {
   BOOST_TEST(results[1].problem == "SHA-256 mismatch");
   BOOST_TEST(results[2].problem.find("file not found") != std::string::npos);
   test::write_text(dir / "BAD", "nonsense line\n");
-  check_error([&] { verify_sha256sums(dir / "BAD"); }, {"BAD:1", "not a sha256sum line"});
+  expect_error([&] { verify_sha256sums(dir / "BAD"); }, {"BAD:1", "not a sha256sum line"});
 }
 
 BOOST_AUTO_TEST_CASE(real_data_checksums, *boost::unit_test::precondition(test::data_present("."))) {

@@ -1,6 +1,7 @@
-// Helpers shared by the datasets tests: a temporary folder removed at scope exit, file writers
-// (raw and gzip), an Error-message checker, and a precondition that skips real-data cases
-// cleanly (reported as skipped, with the reason) when the shared data folder is absent.
+// Helpers shared by the datasets tests, on top of tests/test_support.h (which gives TempDir):
+// file writers (raw and gzip), an Error-message checker that logs and does not stop the case,
+// and a precondition that skips real-data cases cleanly (reported as skipped, with the reason)
+// when the shared data folder is absent.
 #pragma once
 
 #include <zlib.h>
@@ -15,30 +16,9 @@
 
 #include "datasets/data_dir.h"
 #include "tensor/error.h"
+#include "tests/test_support.h"
 
 namespace posgrad::test {
-
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = std::filesystem::temp_directory_path() /
-            ("posgrad_datasets_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline void write_bytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -66,7 +46,7 @@ inline std::vector<uint8_t> read_bytes(const std::filesystem::path& path) {
 
 // Runs fn, requires a posgrad::Error, and checks that its message holds every `needle`.
 template <typename Fn>
-void check_error(Fn&& fn, const std::vector<std::string>& needles) {
+void expect_error(Fn&& fn, const std::vector<std::string>& needles) {
   try {
     fn();
   } catch (const Error& e) {

@@ -10,25 +10,13 @@
 #include "autograd/functions.h"
 #include "nn/adam.h"
 #include "nn/checkpoint.h"
+#include "tests/test_support.h"
 
 using namespace posgrad;
 namespace fs = std::filesystem;
+using posgrad::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("posgrad_ckpt_{}_{}", ::getpid(), counter++);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // A tiny linear regression y = x w + b trained with Adam. Each step draws its mini-batch
 // position and input noise from the generator, so the RNG state matters for an exact resume.
@@ -94,15 +82,15 @@ BOOST_AUTO_TEST_CASE(resume_continues_bit_identically) {
     ckpt.rng_seed = first.gen.seed();
     ckpt.rng_offset = first.gen.offset();
     ckpt.extra_json = R"({"epoch": 0, "batches_seen": 5})";
-    save_checkpoint(dir.path / "step_5", ckpt);
+    save_checkpoint(dir.path() / "step_5", ckpt);
   }
   std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(dir.path / "step_5")) files.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(dir.path() / "step_5")) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   BOOST_TEST(files == std::vector<std::string>({"model.safetensors", "optimizer.safetensors", "state.json"}));
 
   Run resumed(777);  // a different seed: everything must come from the checkpoint
-  const Checkpoint loaded = load_checkpoint(dir.path / "step_5");
+  const Checkpoint loaded = load_checkpoint(dir.path() / "step_5");
   BOOST_TEST(loaded.step == 5);
   BOOST_TEST(loaded.extra_json == R"({"epoch":0,"batches_seen":5})");
   {
@@ -128,8 +116,8 @@ BOOST_AUTO_TEST_CASE(hyperparameters_round_trip_exactly) {
   ckpt.optimizer = opt.state();
   ckpt.rng_seed = UINT64_MAX;
   ckpt.rng_offset = (uint64_t{1} << 60) + 1;
-  save_checkpoint(dir.path, ckpt);
-  const Checkpoint back = load_checkpoint(dir.path);
+  save_checkpoint(dir.path(), ckpt);
+  const Checkpoint back = load_checkpoint(dir.path());
   BOOST_TEST(back.optimizer.kind == "adam");
   BOOST_TEST(back.optimizer.hyper == ckpt.optimizer.hyper);
   BOOST_TEST(back.rng_seed == UINT64_MAX);
@@ -150,35 +138,35 @@ BOOST_AUTO_TEST_CASE(broken_checkpoints_are_named_errors) {
   ckpt.optimizer = opt.state();
 
   // Torn: model.safetensors from a later save than the rest.
-  save_checkpoint(dir.path / "torn", ckpt);
-  save_safetensors(dir.path / "torn" / "model.safetensors", ckpt.model, {{"format", "posgrad-model"}, {"step", "6"}});
-  expect_error(dir.path / "torn", "model.safetensors from step 6");
+  save_checkpoint(dir.path() / "torn", ckpt);
+  save_safetensors(dir.path() / "torn" / "model.safetensors", ckpt.model, {{"format", "posgrad-model"}, {"step", "6"}});
+  expect_error(dir.path() / "torn", "model.safetensors from step 6");
 
   // A missing file.
-  save_checkpoint(dir.path / "missing", ckpt);
-  fs::remove(dir.path / "missing" / "optimizer.safetensors");
-  expect_error(dir.path / "missing", "optimizer.safetensors");
+  save_checkpoint(dir.path() / "missing", ckpt);
+  fs::remove(dir.path() / "missing" / "optimizer.safetensors");
+  expect_error(dir.path() / "missing", "optimizer.safetensors");
 
   // state.json that is not JSON, or lacks a field.
-  save_checkpoint(dir.path / "badjson", ckpt);
-  write_text(dir.path / "badjson" / "state.json", "{ not json");
-  expect_error(dir.path / "badjson", "state.json");
-  write_text(dir.path / "badjson" / "state.json", R"({"format": "posgrad-checkpoint", "version": 1})");
-  expect_error(dir.path / "badjson", "'step' is missing");
+  save_checkpoint(dir.path() / "badjson", ckpt);
+  write_text(dir.path() / "badjson" / "state.json", "{ not json");
+  expect_error(dir.path() / "badjson", "state.json");
+  write_text(dir.path() / "badjson" / "state.json", R"({"format": "posgrad-checkpoint", "version": 1})");
+  expect_error(dir.path() / "badjson", "'step' is missing");
 
   // A corrupt tensor file inside: the safetensors error names it.
-  save_checkpoint(dir.path / "corrupt", ckpt);
-  write_text(dir.path / "corrupt" / "model.safetensors", "xx");
-  expect_error(dir.path / "corrupt", "model.safetensors");
+  save_checkpoint(dir.path() / "corrupt", ckpt);
+  write_text(dir.path() / "corrupt" / "model.safetensors", "xx");
+  expect_error(dir.path() / "corrupt", "model.safetensors");
 
   // No checkpoint there at all.
-  expect_error(dir.path / "nothing", "state.json");
+  expect_error(dir.path() / "nothing", "state.json");
 
   // extra_json must be a JSON object.
   ckpt.extra_json = "[1, 2]";
-  BOOST_CHECK_THROW(save_checkpoint(dir.path / "x", ckpt), Error);
+  BOOST_CHECK_THROW(save_checkpoint(dir.path() / "x", ckpt), Error);
   ckpt.extra_json = "{oops";
-  BOOST_CHECK_THROW(save_checkpoint(dir.path / "x", ckpt), Error);
+  BOOST_CHECK_THROW(save_checkpoint(dir.path() / "x", ckpt), Error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

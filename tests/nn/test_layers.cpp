@@ -7,22 +7,12 @@
 
 #include "nn/nn.h"
 #include "posgrad.h"
+#include "tests/test_support.h"
 
 using namespace posgrad;
+using posgrad::test::check_error;
 
 namespace {
-
-template <typename F>
-void check_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    for (const auto& p : parts) BOOST_TEST(m.find(p) != std::string::npos, "message \"" << m << "\" lacks \"" << p << "\"");
-    return;
-  }
-  BOOST_FAIL("expected a posgrad::Error");
-}
 
 // Gradcheck of a whole module in float64: the gradients backward() gives every parameter (and
 // the input, when it is floating) against central differences of sum(f(x) * R), R fixed.

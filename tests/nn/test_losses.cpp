@@ -7,23 +7,13 @@
 
 #include "nn/nn.h"
 #include "posgrad.h"
+#include "tests/test_support.h"
 
 using namespace posgrad;
+using posgrad::test::check_error;
 namespace tt = boost::test_tools;
 
 namespace {
-
-template <typename F>
-void check_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    for (const auto& p : parts) BOOST_TEST(m.find(p) != std::string::npos, "message \"" << m << "\" lacks \"" << p << "\"");
-    return;
-  }
-  BOOST_FAIL("expected a posgrad::Error");
-}
 
 // logits = torch.tensor([[1., 2., 3.], [1., 0., -1.], [.5, -.5, 2.]], dtype=torch.float64)
 Tensor logits3() { return Tensor::from_vector<double>({1, 2, 3, 1, 0, -1, 0.5, -0.5, 2}, {3, 3}); }

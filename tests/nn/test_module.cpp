@@ -4,23 +4,12 @@
 
 #include "nn/nn.h"
 #include "posgrad.h"
+#include "tests/test_support.h"
 
 using namespace posgrad;
+using posgrad::test::check_error;
 
 namespace {
-
-// Runs f, which must throw posgrad::Error whose message contains every one of `parts`.
-template <typename F>
-void check_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    for (const auto& p : parts) BOOST_TEST(m.find(p) != std::string::npos, "message \"" << m << "\" lacks \"" << p << "\"");
-    return;
-  }
-  BOOST_FAIL("expected a posgrad::Error");
-}
 
 // A two-level toy model: own parameter, a buffer, and two children (one nested).
 class Block : public Module {

@@ -4,20 +4,14 @@
 #include <cmath>
 
 #include "tensor/ops.h"
+#include "tests/test_support.h"
 
 using namespace posgrad;
+using posgrad::test::throws_with;
 
 namespace {
 Tensor T(std::vector<float> v, Shape s) { return Tensor::from_vector(v, s); }
 std::vector<float> V(const Tensor& t) { return t.to_vector<float>(); }
-bool throws_with(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return std::string(e.what()).find(needle) != std::string::npos;
-  }
-  return false;
-}
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(views)
