@@ -3,6 +3,7 @@
 //
 // Usage: bench_sgemm [--sizes 256,512,1024,2048] [--reps N] [--no-torch]
 // Threads: OMP_NUM_THREADS (the torch script gets the same count; default 2 there when unset).
+// The twin runs under /usr/bin/python3, or the interpreter named by POSGRAD_PYTHON.
 // Per size: warm-up, then N timed repetitions; the median is reported, in ms and GFLOP/s
 // (2 n^3 flops). Each result is spot-checked against a double-precision dot product.
 #include <algorithm>
@@ -47,12 +48,14 @@ struct TorchResults {
 TorchResults run_torch(const std::string& sizes, int reps, int threads) {
   TorchResults r;
   const std::string script = std::string(POSGRAD_SOURCE_DIR) + "/bench/sgemm_torch.py";
-  const std::string cmd = "/usr/bin/python3 '" + script + "' --sizes " + sizes + " --reps " +
+  const char* python = std::getenv("POSGRAD_PYTHON");
+  const std::string cmd = std::string(python && *python ? python : "/usr/bin/python3") + " '" +
+                          script + "' --sizes " + sizes + " --reps " +
                           std::to_string(reps) + " --threads " + std::to_string(threads) +
                           " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) {
-    r.info = "could not start /usr/bin/python3";
+    r.info = "could not start " + cmd;
     return r;
   }
   std::string all;
@@ -160,8 +163,8 @@ int main(int argc, char** argv) {
     return all_correct ? 0 : 1;
   }
   std::printf("\n%s\n", tr.info.c_str());
-  std::printf("ratio = posgrad GFLOP/s / torch GFLOP/s. torch.matmul uses PyTorch's BLAS; oneDNN is\n"
-              "PyTorch's bundled tuned sgemm (mkldnn_linear), the stronger reference.\n\n");
+  std::printf("ratio = posgrad GFLOP/s / torch GFLOP/s. torch.mm: torch.matmul through the BLAS named\n"
+              "above; oneDNN: PyTorch's bundled oneDNN sgemm (mkldnn_linear).\n\n");
   std::printf("%6s | %10s %8s | %12s %8s %8s | %12s %8s %8s\n", "n", "posgrad ms", "GFLOP/s",
               "torch.mm ms", "GFLOP/s", "ratio", "oneDNN ms", "GFLOP/s", "ratio");
   for (int64_t n : sizes) {

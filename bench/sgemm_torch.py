@@ -2,8 +2,10 @@
 """PyTorch twin of bench_sgemm: times square float32 matmuls C = A @ B.
 
 Two PyTorch paths are timed:
-  matmul : torch.matmul, what PyTorch code actually runs (its BLAS; on Debian's python3-torch this
-           is whatever libblas.so.3 the system selects, by default the netlib reference BLAS).
+  matmul : torch.matmul, what PyTorch code actually runs. Debian's python3-torch calls whatever
+           libblas.so.3 the system's alternatives select: the netlib reference BLAS (slow, a few
+           GFLOP/s) unless an optimised one such as libopenblas0-pthread is installed. The INFO
+           line names the library that was loaded.
   onednn : torch._C._nn.mkldnn_linear on oneDNN tensors (A @ W^T with W = B^T pre-transposed), i.e.
            PyTorch's bundled, tuned oneDNN sgemm; skipped if this build lacks it.
 
@@ -21,6 +23,21 @@ def median(xs):
     xs = sorted(xs)
     n = len(xs)
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def blas_library():
+    """The BLAS shared library mapped into this process (resolved through symlinks)."""
+    libs = set()
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                name = os.path.basename(path)
+                if "blas" in name or "mkl_rt" in name:
+                    libs.add(os.path.realpath(path))
+    except OSError:
+        return "unknown"
+    return ", ".join(sorted(libs)) or "none found"
 
 
 def time_fn(fn, reps, warmup=2):
@@ -41,6 +58,10 @@ def main():
     p.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "2") or 2))
     args = p.parse_args()
 
+    # A pthreads BLAS (OpenBLAS) reads its thread count from the environment when it loads, not
+    # from torch.set_num_threads, so set it before importing torch.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
     import torch
 
     torch.set_num_threads(args.threads)
@@ -48,25 +69,33 @@ def main():
     for part in torch.__config__.show().replace(",", "\n").splitlines():
         if "BLAS_INFO" in part:
             blas = part.split("=")[-1].strip()
-    print(f"INFO torch {torch.__version__} threads {torch.get_num_threads()} blas {blas}", flush=True)
+    torch.mm(torch.ones(64, 64), torch.ones(64, 64))  # make sure the BLAS is loaded
+    print(f"INFO torch {torch.__version__} threads {torch.get_num_threads()} blas {blas} "
+          f"({blas_library()})", flush=True)
 
     torch.manual_seed(0)
-    have_onednn = torch.backends.mkldnn.is_available() and hasattr(torch._C._nn, "mkldnn_linear")
-    for n in [int(s) for s in args.sizes.split(",") if s]:
-        a = torch.randn(n, n)
-        b = torch.randn(n, n)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    mats = {n: (torch.randn(n, n), torch.randn(n, n)) for n in sizes}
+    for n in sizes:
+        a, b = mats[n]
         c = torch.empty(n, n)
         # Fewer repetitions where one multiply takes seconds (the reference BLAS at 2048).
         ms = time_fn(lambda: torch.matmul(a, b, out=c), 1, warmup=1)
         reps = max(3, min(args.reps, int(20000 / max(ms, 1e-3))))
         ms = time_fn(lambda: torch.matmul(a, b, out=c), reps, warmup=1)
         print(f"RESULT matmul {n} {ms:.4f} {2 * n**3 / ms / 1e6:.2f}", flush=True)
-        if have_onednn:
-            am = a.to_mkldnn()
-            wm = b.t().contiguous().to_mkldnn()
-            ms = time_fn(lambda: torch._C._nn.mkldnn_linear(am, wm, None), args.reps)
-            print(f"RESULT onednn {n} {ms:.4f} {2 * n**3 / ms / 1e6:.2f}", flush=True)
 
+    if not (torch.backends.mkldnn.is_available() and hasattr(torch._C._nn, "mkldnn_linear")):
+        return
+    # A pthreads BLAS keeps its threads spinning for a while after a call; let them go to sleep
+    # so they do not compete with oneDNN's OpenMP threads.
+    time.sleep(1.0)
+    for n in sizes:
+        a, b = mats[n]
+        am = a.to_mkldnn()
+        wm = b.t().contiguous().to_mkldnn()
+        ms = time_fn(lambda: torch._C._nn.mkldnn_linear(am, wm, None), args.reps)
+        print(f"RESULT onednn {n} {ms:.4f} {2 * n**3 / ms / 1e6:.2f}", flush=True)
 
 if __name__ == "__main__":
     main()

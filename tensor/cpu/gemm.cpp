@@ -8,7 +8,7 @@
 //       pack op(B)[pc:pc+KC, jc:jc+NC] -> Bp    (KC x NC, lives in L3)
 //       for ic in M, step MC                    3rd loop: a row block of C and of A
 //         pack op(A)[ic:ic+MC, pc:pc+KC] -> Ap  (MC x KC, lives in L2)
-//         for jr in NC, step NR                 2nd loop: one B micro-panel (KC x NR, in L1)
+//         for jr in NC, step NR                 2nd loop: one B micro-panel (KC x NR, L1/L2)
 //           for ir in MC, step MR               1st loop: one A micro-panel (MR x KC)
 //             micro-kernel: C[ir:ir+MR, jr:jr+NR] (+)= Ap panel @ Bp panel  (in registers)
 //
@@ -52,24 +52,26 @@ constexpr int64_t kNR = gemm_detail::kNR;
 using gemm_detail::micro_kernel;
 
 // ------------------------------------------------------------------ blocking parameters
-// Chosen for a core with 32 KiB L1d, 1 MiB L2 and a large shared L3 (AMD Zen 3/4, Intel since
-// Skylake-SP are similar), then tuned by measurement (docs/benchmarks.md, "SGEMM (CPU)"):
-//   KC: depth of one slice. The B micro-panel (KC x NR floats) is reused by every A micro-panel
-//       of the block, so it should stay in L1 (or at worst L2): 256 x 32 x 4 B = 32 KiB. Larger
-//       KC also amortises loading and storing the C tile per micro-kernel call.
-//   MC: rows of the packed A block (MC x KC floats), which should fill about half of L2 so that
-//       B panels streaming through do not evict it: 192 x 256 x 4 B = 192 KiB... tuned.
-//   NC: columns of the packed B block (KC x NC floats), shared by all threads, lives in L3:
-//       256 x 4096 x 4 B = 4 MiB.
-// MC must be a multiple of kMR and NC a multiple of kNR.
+// Chosen for a core with 32 KiB L1d, 1 MiB L2 per core and a large shared L3 (AMD Zen 4 here;
+// Zen 3 and recent Intel server cores are similar), then tuned by measurement (docs/benchmarks.md,
+// "SGEMM (CPU)"). With the 8 x 32 AVX-512 tile:
+//   KC = 512: depth of one slice. Each micro-kernel call runs KC steps between touching its C tile,
+//       so a large KC amortises loading and storing C. The B micro-panel (KC x NR = 64 KiB) is
+//       re-read by every A micro-panel of the block; it overflows L1 but streams from L2 fast
+//       enough on this core (KC = 256, where it fits L1, measured a few percent slower).
+//   MC = 128: rows of the packed A block, MC x KC = 256 KiB, which stays in the 1 MiB L2 next to
+//       the B micro-panel in use.
+//   NC = 1024: columns of the packed B block, KC x NC = 2 MiB per thread, lives in L3.
+// MC is rounded to a multiple of kMR and NC to a multiple of kNR. The -D overrides exist for
+// tuning sweeps only.
 #ifndef POSGRAD_GEMM_KC
-#define POSGRAD_GEMM_KC 256
+#define POSGRAD_GEMM_KC 512
 #endif
 #ifndef POSGRAD_GEMM_MC
-#define POSGRAD_GEMM_MC 192
+#define POSGRAD_GEMM_MC 128
 #endif
 #ifndef POSGRAD_GEMM_NC
-#define POSGRAD_GEMM_NC 4096
+#define POSGRAD_GEMM_NC 1024
 #endif
 constexpr int64_t kKC = POSGRAD_GEMM_KC;
 constexpr int64_t kMC = (POSGRAD_GEMM_MC + kMR - 1) / kMR * kMR;
@@ -114,58 +116,67 @@ thread_local AlignedBuffer tls_pack_a;
 thread_local AlignedBuffer tls_pack_b;
 
 // ------------------------------------------------------------------ packing
-// Packs rows [i0, i0 + mc) x columns [k0, k0 + kc) of op(A) into panels of kMR rows:
-// dst[p * kMR * kc + k * kMR + i] = op(A)(i0 + p * kMR + i, k0 + k), zero rows past mc.
-void pack_a(bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t k0,
-            int64_t kc, float* __restrict dst) {
-  for (int64_t p = 0; p < mc; p += kMR, dst += kMR * kc) {
-    const int64_t mr = std::min<int64_t>(kMR, mc - p);
-    if (!trans) {  // op(A)(i, k) = A[i * lda + k]: one pointer per row, all walking along k
-      const float* rows[kMR];
-      for (int i = 0; i < kMR; ++i) rows[i] = A + (i0 + p + std::min<int64_t>(i, mr - 1)) * lda + k0;
-      if (mr == kMR) {
-        for (int64_t k = 0; k < kc; ++k)
-          for (int i = 0; i < kMR; ++i) dst[k * kMR + i] = rows[i][k];
-      } else {
-        for (int64_t k = 0; k < kc; ++k)
-          for (int i = 0; i < kMR; ++i) dst[k * kMR + i] = i < mr ? rows[i][k] : 0.0f;
-      }
-    } else {  // op(A)(i, k) = A[k * lda + i]: each k is a contiguous run of kMR values
-      const float* src = A + k0 * lda + i0 + p;
-      for (int64_t k = 0; k < kc; ++k, src += lda) {
-        if (mr == kMR) {
-          for (int i = 0; i < kMR; ++i) dst[k * kMR + i] = src[i];
-        } else {
-          for (int i = 0; i < kMR; ++i) dst[k * kMR + i] = i < mr ? src[i] : 0.0f;
+// Packing A and packing B are the same operation. Both cut a block into panels of R "items"
+// (R = kMR rows of op(A), or R = kNR columns of op(B)) along `len` steps of the shared dimension
+// k, and lay each panel out k-major, which is the order the micro-kernel reads:
+//
+//     dst[p * R * len + k * R + r] = X(item p * R + r, step k),   zero for items past `width`,
+//
+// where X(item, k) = src[item * item_stride + k * k_stride] and one of the two strides is 1:
+//   item_stride == 1: op(A) transposed, or op(B) not transposed. Each step k is a contiguous run
+//                     of items: walk the source row by row (sequential reads that the hardware
+//                     prefetcher follows), dealing R-wide pieces out to the panels.
+//   k_stride == 1   : op(A) not transposed, or op(B) transposed. Each item is contiguous along k,
+//                     so this is a transpose: do it in slices of 16 steps, so the 16 panel rows
+//                     being written stay in L1 while each source row is read 64 bytes at a time.
+template <int64_t R>
+void pack_panels(const float* src, int64_t item_stride, int64_t k_stride, int64_t width,
+                 int64_t len, float* __restrict dst) {
+  const int64_t full = width / R * R;  // items in whole panels
+  if (item_stride == 1) {
+    for (int64_t k = 0; k < len; ++k) {
+      const float* s = src + k * k_stride;
+      float* d = dst + k * R;
+      for (int64_t j = 0; j < full; j += R, d += R * len)
+        for (int64_t r = 0; r < R; ++r) d[r] = s[j + r];
+      if (full < width)
+        for (int64_t r = 0; r < R; ++r) d[r] = full + r < width ? s[full + r] : 0.0f;
+    }
+  } else {
+    constexpr int64_t kSlice = 16;
+    for (int64_t p = 0; p < width; p += R, dst += R * len) {
+      const int64_t n = std::min(R, width - p);
+      for (int64_t k0 = 0; k0 < len; k0 += kSlice) {
+        const int64_t k1 = std::min(len, k0 + kSlice);
+        for (int64_t r = 0; r < R; ++r) {
+          const float* s = src + (p + r) * item_stride;
+          if (r < n) {
+            for (int64_t k = k0; k < k1; ++k) dst[k * R + r] = s[k];
+          } else {
+            for (int64_t k = k0; k < k1; ++k) dst[k * R + r] = 0.0f;
+          }
         }
       }
     }
   }
 }
 
-// Packs one kNR-wide micro-panel: rows [k0, k0 + kc) x columns [j0, j0 + nr) of op(B):
-// dst[k * kNR + j] = op(B)(k0 + k, j0 + j), zero columns past nr.
-void pack_b_panel(bool trans, const float* B, int64_t ldb, int64_t k0, int64_t kc, int64_t j0,
-                  int64_t nr, float* __restrict dst) {
-  if (!trans) {  // op(B)(k, j) = B[k * ldb + j]: each k is a contiguous run
-    const float* src = B + k0 * ldb + j0;
-    for (int64_t k = 0; k < kc; ++k, src += ldb) {
-      if (nr == kNR) {
-        for (int j = 0; j < kNR; ++j) dst[k * kNR + j] = src[j];
-      } else {
-        for (int j = 0; j < kNR; ++j) dst[k * kNR + j] = j < nr ? src[j] : 0.0f;
-      }
-    }
-  } else {  // op(B)(k, j) = B[j * ldb + k]: walk each stored row of B along k
-    for (int j = 0; j < kNR; ++j) {
-      if (j < nr) {
-        const float* src = B + (j0 + j) * ldb + k0;
-        for (int64_t k = 0; k < kc; ++k) dst[k * kNR + j] = src[k];
-      } else {
-        for (int64_t k = 0; k < kc; ++k) dst[k * kNR + j] = 0.0f;
-      }
-    }
-  }
+// op(A)[i0:i0+mc, k0:k0+kc] into panels of kMR rows (op(A)(i, k) = A[i*lda + k], or A[k*lda + i]).
+void pack_a(bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t k0,
+            int64_t kc, float* dst) {
+  if (!trans)
+    pack_panels<kMR>(A + i0 * lda + k0, lda, 1, mc, kc, dst);
+  else
+    pack_panels<kMR>(A + k0 * lda + i0, 1, lda, mc, kc, dst);
+}
+
+// op(B)[k0:k0+kc, j0:j0+nc] into panels of kNR columns (op(B)(k, j) = B[k*ldb + j], or B[j*ldb + k]).
+void pack_b(bool trans, const float* B, int64_t ldb, int64_t k0, int64_t kc, int64_t j0,
+            int64_t nc, float* dst) {
+  if (!trans)
+    pack_panels<kNR>(B + k0 * ldb + j0, 1, ldb, nc, kc, dst);
+  else
+    pack_panels<kNR>(B + j0 * ldb + k0, ldb, 1, nc, kc, dst);
 }
 
 // ------------------------------------------------------------------ simple paths
@@ -247,9 +258,7 @@ void gemm_block(const Problem& P, int64_t m_begin, int64_t m_end, int64_t n_begi
       const int64_t kc = std::min(kKC, P.K - pc);
       // Later K slices add onto what the earlier ones wrote.
       const float beta = pc == 0 ? P.beta : 1.0f;
-      for (int64_t jr = 0; jr < nc; jr += kNR)
-        pack_b_panel(P.trans_b, P.B, P.ldb, pc, kc, jc + jr, std::min(kNR, nc - jr),
-                     packed_b + jr * kc);
+      pack_b(P.trans_b, P.B, P.ldb, pc, kc, jc, nc, packed_b);
 
       for (int64_t ic = m_begin; ic < m_end; ic += kMC) {             // 3rd loop
         const int64_t mc = std::min(kMC, m_end - ic);

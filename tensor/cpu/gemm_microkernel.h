@@ -7,8 +7,9 @@
 //     c[i * ldc + j] = alpha * sum_k a[k * kMR + i] * b[k * kNR + j] + beta * c[i * ldc + j]
 //
 // where beta == 0 means c is written without being read. The whole tile is always computed; the
-// caller handles ragged edges (it zero-pads the panels and passes a scratch tile). `a` and `b` are
-// 64-byte aligned (they come from the packing buffers); `c` may have any alignment.
+// caller handles ragged edges (it zero-pads the panels and passes a scratch tile). `b` is 64-byte
+// aligned (the packing buffer is, and every B micro-panel is a multiple of 64 bytes long); `a` is
+// only read by scalar broadcasts and `c` by unaligned loads, so they may have any alignment.
 //
 // How it works (outer-product form). The kMR x kNR tile of C lives in SIMD registers for the whole
 // k loop. Each step k loads one row of the B panel (kNR floats = a few vectors), broadcasts each of
@@ -17,12 +18,15 @@
 // B vectors + one broadcast register <= the register file.
 //
 // Variants, chosen at compile time from the -march flags:
-//   AVX-512F     : kMR = 12, kNR = 32 (2 zmm per row): 24 accumulators + 2 B + 1 A of 32 zmm.
-//   AVX + FMA3   : kMR =  6, kNR = 16 (2 ymm per row): 12 accumulators + 2 B + 1 A of 16 ymm.
-//   anything else: kMR =  4, kNR = 16, plain C++ that the compiler auto-vectorises.
-// On a core with two 256-bit FMA pipes (e.g. AMD Zen 4, where one zmm FMA uses both pipes) the
-// AVX-512 and AVX2 variants have the same peak (32 flops per cycle); AVX-512 needs half the
-// instructions and bigger tiles, so it reads less memory per flop.
+//   AVX-512F     : kMR = 8, kNR = 32 (2 zmm per row): 16 accumulators + 2 B + 1 A of 32 zmm.
+//   AVX + FMA3   : kMR = 6, kNR = 16 (2 ymm per row): 12 accumulators + 2 B + 1 A of 16 ymm.
+//   anything else: kMR = 4, kNR = 16, plain C++ that the compiler auto-vectorises.
+// The accumulators must outnumber FMA latency x FMA throughput (4 cycles x 2 ymm or 1 zmm per
+// cycle on Zen 4) so the FMA units never wait: 16 and 12 independent chains are plenty. On a core
+// with two 256-bit FMA pipes (e.g. AMD Zen 4, where one zmm FMA occupies both) the AVX-512 and
+// AVX variants have the same peak, 32 flops per cycle; AVX-512 needs half the instructions. On
+// the Zen 4 we tuned on (docs/benchmarks.md), 8x32 measured a few percent faster than 12x32,
+// 14x32 and 6x64 (which use more of the 32 zmm registers) and than the 6x16 AVX kernel.
 #pragma once
 
 #include <cstdint>
@@ -35,9 +39,9 @@ namespace posgrad::cpu::gemm_detail {
 
 #if defined(__AVX512F__) && !defined(POSGRAD_GEMM_NO_AVX512)
 
-inline constexpr int kMR = 12;
+inline constexpr int kMR = 8;
 inline constexpr int kNR = 32;
-inline constexpr const char* kMicroKernelName = "avx512 12x32";
+inline constexpr const char* kMicroKernelName = "avx512 8x32";
 
 inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
                          float* __restrict c, int64_t ldc, float alpha, float beta) {
