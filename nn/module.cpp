@@ -28,7 +28,7 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }  // namespace
 
 Variable Module::forward(const Variable& x) {
-  fail("{}: forward(Variable) is not implemented for this module; call its own forward(...)", type_name());
+  fail("{}: this module has no single-input forward(Variable); call its own forward(...)", type_name());
 }
 
 // ---------------------------------------------------------------- registration
