@@ -62,8 +62,9 @@ using gemm_detail::micro_kernel;
 //   MC = 128: rows of the packed A block, MC x KC = 256 KiB, which stays in the 1 MiB L2 next to
 //       the B micro-panel in use.
 //   NC = 1024: columns of the packed B block, KC x NC = 2 MiB per thread, lives in L3.
-// MC is rounded to a multiple of kMR and NC to a multiple of kNR. The -D overrides exist for
-// tuning sweeps only.
+// KC and NC are upper bounds: K and each thread's N range are cut into equal slices no bigger
+// than them. MC is rounded to a multiple of kMR and NC to a multiple of kNR. The -D overrides
+// exist for tuning sweeps only.
 #ifndef POSGRAD_GEMM_KC
 #define POSGRAD_GEMM_KC 512
 #endif
@@ -246,16 +247,19 @@ struct Problem {
 // that thread's own packing buffers.
 void gemm_block(const Problem& P, int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end) {
   if (m_begin >= m_end || n_begin >= n_end) return;
-  const int64_t kc_max = std::min(P.K, kKC);
-  float* packed_a = tls_pack_a.get(static_cast<size_t>(std::min(kMC, m_end - m_begin + kMR) * kc_max));
-  float* packed_b = tls_pack_b.get(static_cast<size_t>(
-      ceil_div(std::min(kNC, n_end - n_begin), kNR) * kNR * kc_max));
+  // Slice K and N into equal parts no bigger than KC and NC (K = 768 as 384 + 384, not 512 + 256:
+  // a short last slice would pay the C-tile traffic for little work).
+  const int64_t kc_step = ceil_div(P.K, ceil_div(P.K, kKC));
+  const int64_t n_range = n_end - n_begin;
+  const int64_t nc_step = ceil_div(ceil_div(n_range, ceil_div(n_range, kNC)), kNR) * kNR;
+  float* packed_a = tls_pack_a.get(static_cast<size_t>(std::min(kMC, m_end - m_begin + kMR) * kc_step));
+  float* packed_b = tls_pack_b.get(static_cast<size_t>(nc_step * kc_step));
   alignas(64) float edge_tile[kMR * kNR];
 
-  for (int64_t jc = n_begin; jc < n_end; jc += kNC) {                // 5th loop
-    const int64_t nc = std::min(kNC, n_end - jc);
-    for (int64_t pc = 0; pc < P.K; pc += kKC) {                       // 4th loop
-      const int64_t kc = std::min(kKC, P.K - pc);
+  for (int64_t jc = n_begin; jc < n_end; jc += nc_step) {            // 5th loop
+    const int64_t nc = std::min(nc_step, n_end - jc);
+    for (int64_t pc = 0; pc < P.K; pc += kc_step) {                   // 4th loop
+      const int64_t kc = std::min(kc_step, P.K - pc);
       // Later K slices add onto what the earlier ones wrote.
       const float beta = pc == 0 ? P.beta : 1.0f;
       pack_b(P.trans_b, P.B, P.ldb, pc, kc, jc, nc, packed_b);

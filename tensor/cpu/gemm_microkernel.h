@@ -14,10 +14,11 @@
 // How it works (outer-product form). The kMR x kNR tile of C lives in SIMD registers for the whole
 // k loop. Each step k loads one row of the B panel (kNR floats = a few vectors), broadcasts each of
 // the kMR values of the A column in turn, and does kMR x (kNR / lanes) fused multiply-adds. Only at
-// the end is C touched, once. The tile is sized to use almost every register: accumulators +
-// B vectors + one broadcast register <= the register file.
+// the end is C touched, once. The tile must fit the register file (accumulators + B vectors + one
+// broadcast register <= 16 ymm or 32 zmm registers); a bigger tile reads less memory per flop.
 //
-// Variants, chosen at compile time from the -march flags:
+// Variants, chosen at compile time from the -march flags (define POSGRAD_GEMM_NO_AVX512 to get
+// the AVX variant on an AVX-512 machine):
 //   AVX-512F     : kMR = 8, kNR = 32 (2 zmm per row): 16 accumulators + 2 B + 1 A of 32 zmm.
 //   AVX + FMA3   : kMR = 6, kNR = 16 (2 ymm per row): 12 accumulators + 2 B + 1 A of 16 ymm.
 //   anything else: kMR = 4, kNR = 16, plain C++ that the compiler auto-vectorises.
