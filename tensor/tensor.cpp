@@ -243,8 +243,7 @@ T Tensor::at(std::initializer_list<int64_t> index) const {
   if (static_cast<int64_t>(index.size()) != dim())
     fail("at: {} indices for a {}-D tensor", index.size(), dim());
   Tensor t = *this;
-  int64_t axis = 0;
-  for (int64_t i : index) t = t.select(0, i), ++axis;
+  for (int64_t i : index) t = t.select(0, i);
   return static_cast<T>(t.item());
 }
 template float Tensor::at<float>(std::initializer_list<int64_t>) const;
@@ -381,7 +380,7 @@ Tensor Tensor::flatten(int64_t start_axis, int64_t end_axis) const {
 
 namespace {
 void print_rec(std::string& out, const std::vector<double>& v, const Shape& shape, size_t axis,
-               int64_t base, int64_t stride_mul, bool is_int, int indent) {
+               int64_t base, bool is_int, int indent) {
   const int64_t n = shape[axis];
   int64_t inner = 1;
   for (size_t k = axis + 1; k < shape.size(); ++k) inner *= shape[k];
@@ -397,7 +396,7 @@ void print_rec(std::string& out, const std::vector<double>& v, const Shape& shap
       const double x = v[base + i];
       out += is_int ? fmt::format("{}", static_cast<int64_t>(x)) : fmt::format("{:.4g}", x);
     } else {
-      print_rec(out, v, shape, axis + 1, base + i * inner, stride_mul, is_int, indent + 1);
+      print_rec(out, v, shape, axis + 1, base + i * inner, is_int, indent + 1);
     }
     if (i + 1 < n) out += axis + 1 == shape.size() ? ", " : fmt::format(",\n{:{}}", "", indent + 1);
   }
@@ -411,7 +410,7 @@ std::string Tensor::to_string() const {
   std::string body;
   if (dim() == 0) body = dtype_ == kInt64 ? fmt::format("{}", static_cast<int64_t>(v[0])) : fmt::format("{:.6g}", v[0]);
   else if (numel() == 0) body = "[]";
-  else print_rec(body, v, shape_, 0, 0, 1, dtype_ == kInt64, 7);
+  else print_rec(body, v, shape_, 0, 0, dtype_ == kInt64, 7);
   return fmt::format("tensor({}, {})", body, describe());
 }
 
