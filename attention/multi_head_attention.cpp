@@ -1,16 +1,34 @@
-// MultiHeadAttention (see multi_head_attention.h).
+// MultiHeadAttention and the attention pipeline (see multi_head_attention.h).
 #include "attention/multi_head_attention.h"
+
+#include <cmath>
+#include <limits>
 
 namespace posgrad {
 
-MultiHeadAttention::MultiHeadAttention(int64_t width, int64_t heads, Generator& gen)
-    : width_(width), heads_(heads), head_width_(heads > 0 ? width / heads : 0) {
+AttentionPath attention_path_from_name(const std::string& name) {
+  if (name == "reference") return AttentionPath::Reference;
+  if (name == "fast") return AttentionPath::Fast;
+  if (name == "auto") return AttentionPath::Auto;
+  fail("unknown attention path '{}'; valid names are reference, fast, auto", name);
+}
+
+MultiHeadAttention::MultiHeadAttention(int64_t width, int64_t heads, Generator& gen,
+                                       std::vector<std::shared_ptr<AttentionHook>> hooks,
+                                       std::vector<std::shared_ptr<AttentionHook>> shared_hooks)
+    : width_(width), heads_(heads), head_width_(heads > 0 ? width / heads : 0), hooks_(std::move(shared_hooks)) {
   if (heads <= 0 || width % heads != 0)
     fail("MultiHeadAttention: width {} must be a positive multiple of heads {}", width, heads);
   q_proj_ = register_module("q_proj", std::make_shared<Linear>(width, width, true, gen));
   k_proj_ = register_module("k_proj", std::make_shared<Linear>(width, width, true, gen));
   v_proj_ = register_module("v_proj", std::make_shared<Linear>(width, width, true, gen));
   out_proj_ = register_module("out_proj", std::make_shared<Linear>(width, width, true, gen));
+  for (const auto& hook : hooks_)
+    if (!hook) fail("MultiHeadAttention: a shared hook is null");
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    if (!hooks[i]) fail("MultiHeadAttention: hook {} is null", i);
+    hooks_.push_back(register_module(fmt::format("hooks.{}", i), hooks[i]));
+  }
 }
 
 Variable MultiHeadAttention::split_heads(const Variable& x) const {
@@ -18,15 +36,79 @@ Variable MultiHeadAttention::split_heads(const Variable& x) const {
   return permute(reshape(x, {B, N, heads_, head_width_}), {0, 2, 1, 3});
 }
 
-Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& masks) {
+ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool causal) const {
+  std::optional<OffsetBox> box;
+  auto narrow_to = [&](const OffsetBox& b) { box = box ? box->intersect(b) : b; };
+  for (const auto& hook : hooks_)
+    if (auto range = hook->key_range(positions)) narrow_to(*range);
+  if (causal) {
+    if (positions.is_tree() || positions.dims() != 1)
+      fail("attention: a causal mask needs 1-D sequence positions, got {}", positions.describe());
+    narrow_to(OffsetBox{{-(positions.tokens() - 1)}, {0}});
+  }
+  if (box && !positions.is_tree()) {
+    const OffsetBox clipped = box->intersect(OffsetBox::full(positions));
+    const bool use_window = path_ == AttentionPath::Fast ||
+                            (path_ == AttentionPath::Auto && 2 * clipped.volume() <= positions.tokens());
+    if (use_window) return ScoreLayout::window(positions, clipped);
+  }
+  return ScoreLayout::dense(positions, box);
+}
+
+Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& masks, const Positions* positions) {
   if (x.dim() != 3 || x.size(2) != width_)
     fail("MultiHeadAttention: input must be [B, N, {}], got {}", width_, x.value().describe());
   const int64_t B = x.size(0), N = x.size(1);
+  const Positions sequence = positions ? Positions() : Positions::sequence(N);
+  const Positions& pos = positions ? *positions : sequence;
+  if (pos.tokens() != N)
+    fail("MultiHeadAttention: {} tokens but positions describe {} ({})", N, pos.tokens(), pos.describe());
   Variable q = split_heads(q_proj_->forward(x));
   Variable k = split_heads(k_proj_->forward(x));
   Variable v = split_heads(v_proj_->forward(x));
-  Variable o = scaled_dot_product_attention(q, k, v, masks, &last_probs_);  // [B, H, N, Dh]
+  for (const auto& hook : hooks_) hook->rotate(q, k, pos);
+
+  const ScoreLayout layout = layout_for(pos, masks.causal);
+  Logits logits{layout.key_dot(q, k) * (1.0 / std::sqrt(static_cast<double>(head_width_))), Variable()};
+  for (const auto& hook : hooks_) {
+    Logits terms = hook->score_terms(q, k, layout);
+    if (terms.content.defined()) logits.content = logits.content + terms.content;
+    if (terms.positional.defined())
+      logits.positional = logits.positional.defined() ? logits.positional + terms.positional : terms.positional;
+  }
+  for (const auto& hook : hooks_) logits = hook->modulate(std::move(logits), layout);
+  Variable scores = logits.total();  // [B, H, N, K]
+
+  Tensor blocked = layout.blocked(scores.dtype());
+  if (masks.key_padding.defined()) {
+    if (masks.key_padding.shape() != Shape{B, N})
+      fail("attention: key_padding mask must be [B, N] = [{}, {}], got {}", B, N, masks.key_padding.describe());
+    Tensor padded = layout.key_padding_on_slots(masks.key_padding, scores.dtype());
+    blocked = blocked.defined() ? maximum(blocked, padded) : padded;
+  }
+  if (blocked.defined()) scores = masked_fill(scores, blocked, -std::numeric_limits<double>::infinity());
+  Variable probs = softmax(scores, -1);
+  for (const auto& hook : hooks_) {
+    Variable m = hook->prob_mask(layout);
+    if (!m.defined()) continue;
+    Variable masked = probs * m;
+    probs = masked / (sum(masked, {-1}, true) + 1e-8);
+  }
+  last_probs_ = probs.value();
+  last_layout_ = layout;
+  Variable o = layout.weighted_sum(probs, v);  // [B, H, N, Dh]
   return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {B, N, width_}));
+}
+
+Tensor MultiHeadAttention::last_dense_probs() const {
+  if (!last_layout_ || !last_layout_->is_window()) return last_probs_;
+  const Tensor& p = last_probs_;  // [B, H, N, W]
+  const int64_t B = p.size(0), H = p.size(1), N = p.size(2), W = p.size(3);
+  Tensor keys = last_layout_->key_window().key_index();  // [N, W], -1 outside
+  // Scatter each slot to column key (slots outside the grid carry probability 0: send them to key 0).
+  Tensor cols = maximum(keys, Tensor::zeros({}, DType::Int64)).reshape({1, 1, N, W}).expand({B, H, N, W}).contiguous();
+  Tensor valid = ge(keys, Tensor::zeros({}, DType::Int64)).to(p.dtype()).reshape({1, 1, N, W});
+  return scatter_add(Shape{B, H, N, N}, 3, cols, mul(p, valid));
 }
 
 }  // namespace posgrad

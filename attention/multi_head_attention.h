@@ -1,33 +1,73 @@
 // MultiHeadAttention: q/k/v projections (Linear(D, D) each), split into H heads of Dh = D / H,
-// scaled dot-product attention with masks, and the output projection. Parameter names
-// (q_proj, k_proj, v_proj, out_proj) match tools/golden_transformer.py. Positional schemes are
-// not applied here (they come with the attention pipeline of the positional issue).
+// the positional attention pipeline, and the output projection. Parameter names (q_proj,
+// k_proj, v_proj, out_proj) match tools/golden_transformer.py; hooks are children "hooks.<i>".
+//
+// The pipeline, for x [B, N, D] at `positions`:
+//   q, k, v = split(proj(x))                     [B, H, N, Dh]
+//   hooks: rotate(q, k)
+//   layout = dense (reference) or window (fast) over the intersection of the hooks' key
+//            ranges and the causal box                                    (score_layout.h)
+//   logits.content = q . k / sqrt(Dh); logits += hooks' score_terms         [B, H, N, K]
+//   hooks: modulate(logits)
+//   blocked slots, padded keys -> -inf; softmax over slots (a fully blocked row gives zeros)
+//   hooks: prob_mask -> p = p * m / (sum p * m + 1e-8)
+//   out = sum over slots p * v[key]; merge heads; out_proj
+//
+// The reference path is the oracle; the fast path computes only the keys inside the window
+// and must agree with it forward and backward (tests/attention/test_attention_paths.cpp).
+// Deliberately not here: cross-attention (keys from another sequence) and attention dropout.
 #pragma once
 
+#include "attention/attention_hook.h"
 #include "attention/scaled_dot_product.h"
 #include "nn/linear.h"
 #include "nn/module.h"
 
 namespace posgrad {
 
+enum class AttentionPath {
+  Reference,  // dense [B, H, N, N] scores from autograd primitives
+  Fast,       // window layout when any key range is set (else dense)
+  Auto,       // window layout when the window has at most half the keys
+};
+AttentionPath attention_path_from_name(const std::string& name);  // reference | fast | auto
+
 class MultiHeadAttention : public Module {
  public:
-  MultiHeadAttention(int64_t width, int64_t heads, Generator& gen);
+  // `hooks` become children ("hooks.<i>"); `shared_hooks` (e.g. one APE module shared by every
+  // layer) are used in the same way but owned and registered by the model.
+  MultiHeadAttention(int64_t width, int64_t heads, Generator& gen,
+                     std::vector<std::shared_ptr<AttentionHook>> hooks = {},
+                     std::vector<std::shared_ptr<AttentionHook>> shared_hooks = {});
 
-  // x [B, N, D] (queries and keys from the same sequence) -> [B, N, D].
+  // x [B, N, D] (queries and keys from the same tokens) -> [B, N, D]. Without `positions` the
+  // tokens are a sequence 0..N-1.
   using Module::forward;
-  Variable forward(const Variable& x, const AttentionMasks& masks = {});
-  // Attention probabilities [B, H, N, N] of the last forward (for figures).
+  Variable forward(const Variable& x, const AttentionMasks& masks = {}, const Positions* positions = nullptr);
+
+  void set_path(AttentionPath path) { path_ = path; }
+  AttentionPath path() const { return path_; }
+  // Every hook in pipeline order: the shared ones first, then the layer's own.
+  const std::vector<std::shared_ptr<AttentionHook>>& hooks() const { return hooks_; }
+  // The layout a forward at `positions` uses (with or without the causal box).
+  ScoreLayout layout_for(const Positions& positions, bool causal) const;
+  // Probabilities of the last forward, on its layout's slots [B, H, N, K], and as dense
+  // [B, H, N, N] (window slots scattered back to their keys) for figures.
   const Tensor& last_probs() const { return last_probs_; }
+  Tensor last_dense_probs() const;
 
   int64_t heads() const { return heads_; }
+  int64_t width() const { return width_; }
 
  private:
   Variable split_heads(const Variable& x) const;  // [B, N, D] -> [B, H, N, Dh]
 
   int64_t width_, heads_, head_width_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;
+  std::vector<std::shared_ptr<AttentionHook>> hooks_;
+  AttentionPath path_ = AttentionPath::Auto;
   Tensor last_probs_;
+  std::optional<ScoreLayout> last_layout_;
 };
 
 }  // namespace posgrad

@@ -18,23 +18,32 @@ struct TransformerBlockConfig {
   double dropout = 0.0;
   bool pre_norm = true;
   std::string activation = "gelu";  // gelu | relu
+  double ff_dropout = 0.0;          // dropout between the FFN's two layers (posattn uses it)
+  AttentionPath path = AttentionPath::Auto;
 };
 
 class FeedForward : public Module {
  public:
-  FeedForward(int64_t width, int64_t ff_width, const std::string& activation, Generator& gen);
+  // inner_dropout > 0 adds Dropout between act and fc2 (child "dropout").
+  FeedForward(int64_t width, int64_t ff_width, const std::string& activation, Generator& gen,
+              double inner_dropout = 0.0);
   Variable forward(const Variable& x);  // [B, N, D] -> [B, N, D]
 
  private:
   bool gelu_;
   std::shared_ptr<Linear> fc1_, fc2_;
+  std::shared_ptr<Dropout> drop_;
 };
 
 class TransformerEncoderBlock : public Module {
  public:
-  TransformerEncoderBlock(const TransformerBlockConfig& config, Generator& gen);
+  // hooks / shared_hooks: the attention's positional hooks (see MultiHeadAttention).
+  TransformerEncoderBlock(const TransformerBlockConfig& config, Generator& gen,
+                          std::vector<std::shared_ptr<AttentionHook>> hooks = {},
+                          std::vector<std::shared_ptr<AttentionHook>> shared_hooks = {});
   using Module::forward;
-  Variable forward(const Variable& x, const AttentionMasks& masks = {});  // [B, N, D]
+  // x [B, N, D]; positions default to the sequence 0..N-1.
+  Variable forward(const Variable& x, const AttentionMasks& masks = {}, const Positions* positions = nullptr);
   MultiHeadAttention& attention() { return *attn_; }
 
  private:

@@ -1,0 +1,58 @@
+// AttentionHook: the one interface every positional scheme and span modulator implements. Each
+// hook is a Module (it may own parameters) and overrides only the places where it acts; the
+// defaults do nothing. MultiHeadAttention calls them in this order for one forward:
+//
+//   rotate(q, k)            transform queries and keys independently         RoPE, APE
+//   key_range()             offset box a query may see (intersected)         Gaussian span threshold, adaptive span
+//   score_terms(q, k)       additive logit terms (content and positional)    Transformer-XL, SIREN, Shaw, ALiBi
+//   modulate(logits)        multiply logits                                  Gaussian span, APE decay
+//   -- masks, softmax --
+//   prob_mask()             multiply probabilities, then renormalise         adaptive span
+//
+// and models call embed(x) once on the token embeddings (absolute schemes). Shapes: q, k
+// [B, H, N, Dh]; logits [B, H, N, K] where K is the layout's slot count (score_layout.h). Content
+// logits arrive already scaled by 1/sqrt(Dh); score terms are returned in logit units (a scheme
+// applies 1/sqrt(Dh) itself where its formula says so).
+//
+// Deliberately not here: the pipeline itself (multi_head_attention.cpp) and the registry that
+// builds hooks by name (registry.h).
+#pragma once
+
+#include <optional>
+
+#include "attention/score_layout.h"
+#include "nn/module.h"
+
+namespace posgrad {
+
+// Logits split into the content part (q.k and content biases) and the positional part, so a
+// modulator can multiply all logits or only the positional ones. `positional` may be undefined.
+struct Logits {
+  Variable content;
+  Variable positional;
+  Variable total() const { return positional.defined() ? content + positional : content; }
+};
+
+class AttentionHook : public Module {
+ public:
+  // x [B, N, D] -> x + absolute positional embedding. Only absolute schemes override it.
+  virtual Variable embed(const Variable& x, const Positions& positions) { (void)positions; return x; }
+  virtual bool has_embed() const { return false; }
+  virtual void rotate(Variable& q, Variable& k, const Positions& positions) { (void)q, (void)k, (void)positions; }
+  virtual std::optional<OffsetBox> key_range(const Positions& positions) const { (void)positions; return std::nullopt; }
+  virtual Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) {
+    (void)q, (void)k, (void)layout;
+    return {};
+  }
+  virtual Logits modulate(Logits logits, const ScoreLayout& layout) { (void)layout; return logits; }
+  // Multiplier broadcastable to the probabilities [B, H, N, K]; undefined = no mask.
+  virtual Variable prob_mask(const ScoreLayout& layout) { (void)layout; return {}; }
+  // Extra training loss (e.g. the adaptive-span L1 penalty); undefined = none.
+  virtual Variable regulariser() { return {}; }
+  // Called after every optimizer step (e.g. clamping span parameters).
+  virtual void after_optimizer_step() {}
+  // One line for logs: the hook's name and its current state (e.g. sigma, spans).
+  virtual std::string summary() const = 0;
+};
+
+}  // namespace posgrad

@@ -1,0 +1,171 @@
+// Positions (see positions.h).
+#include "attention/positions.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tensor/error.h"
+
+namespace posgrad {
+
+namespace {
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+}  // namespace
+
+Positions Positions::sequence(int64_t N) {
+  if (N < 1) fail("Positions::sequence: need at least one token, got N = {}", N);
+  return grid({N});
+}
+
+Positions Positions::grid(std::vector<int64_t> structure) {
+  if (structure.empty()) fail("Positions::grid: the structure needs at least one dimension");
+  for (int64_t s : structure)
+    if (s < 1) fail("Positions::grid: every structure size must be >= 1, got {}", fmt::join(structure, "x"));
+  Positions p;
+  p.kind_ = structure.size() == 1 ? Kind::Sequence : Kind::Grid;
+  p.tokens_ = product(structure);
+  p.structure_ = std::move(structure);
+  return p;
+}
+
+Positions Positions::tree(const Tensor& heap, int64_t branching, int64_t max_depth) {
+  if (!heap.defined() || heap.dtype() != DType::Int64 || (heap.dim() != 1 && heap.dim() != 2))
+    fail("Positions::tree: heap positions must be int64 [N] or [B, N], got {}",
+         heap.defined() ? heap.describe() : std::string("undefined"));
+  if (branching < 2) fail("Positions::tree: branching factor must be >= 2, got {}", branching);
+  if (max_depth < 1 || max_depth > 62) fail("Positions::tree: max_depth must be in 1..62, got {}", max_depth);
+  Positions p;
+  p.kind_ = Kind::Tree;
+  p.heap_ = heap.to(kCPU).contiguous();
+  p.tokens_ = heap.size(-1);
+  p.branching_ = branching;
+  p.max_depth_ = max_depth;
+  for (int64_t v : p.heap_.to_vector<int64_t>()) {
+    if (v < 0) fail("Positions::tree: heap positions must be >= 0 (0 = no position), got {}", v);
+    const int64_t depth = static_cast<int64_t>(tree_word(v, branching).size());
+    if (depth > max_depth)
+      fail("Positions::tree: heap position {} lies at depth {}, deeper than max_depth {}", v, depth, max_depth);
+  }
+  return p;
+}
+
+std::string Positions::describe() const {
+  switch (kind_) {
+    case Kind::Sequence: return fmt::format("sequence of {}", tokens_);
+    case Kind::Grid: return fmt::format("grid {}", fmt::join(structure_, "x"));
+    case Kind::Tree: return fmt::format("tree positions {} (branching {})", heap_.describe(), branching_);
+  }
+  return "?";
+}
+
+const std::vector<int64_t>& Positions::structure() const {
+  if (is_tree()) fail("Positions: trees have no grid structure ({})", describe());
+  return structure_;
+}
+
+Tensor Positions::coordinates() const {
+  const auto& S = structure();
+  const int64_t n = dims();
+  std::vector<int64_t> c(static_cast<size_t>(tokens_ * n));
+  for (int64_t t = 0; t < tokens_; ++t) {
+    int64_t rest = t;
+    for (int64_t d = n - 1; d >= 0; --d) {
+      c[static_cast<size_t>(t * n + d)] = rest % S[static_cast<size_t>(d)];
+      rest /= S[static_cast<size_t>(d)];
+    }
+  }
+  return Tensor::from_vector(c, {tokens_, n});
+}
+
+int64_t Positions::relative_size() const {
+  int64_t r = 1;
+  for (int64_t s : structure()) r *= 2 * s - 1;
+  return r;
+}
+
+Tensor Positions::relative_offsets() const {
+  const auto& S = structure();
+  const int64_t n = dims(), R = relative_size();
+  std::vector<int64_t> o(static_cast<size_t>(R * n));
+  for (int64_t r = 0; r < R; ++r) {
+    int64_t rest = r;
+    for (int64_t d = n - 1; d >= 0; --d) {
+      const int64_t span = 2 * S[static_cast<size_t>(d)] - 1;
+      o[static_cast<size_t>(r * n + d)] = rest % span - (S[static_cast<size_t>(d)] - 1);
+      rest /= span;
+    }
+  }
+  return Tensor::from_vector(o, {R, n});
+}
+
+Tensor Positions::normalised_relative_grid(DType dtype) const {
+  const auto& S = structure();
+  const int64_t n = dims(), R = relative_size();
+  const std::vector<int64_t> o = relative_offsets().to_vector<int64_t>();
+  std::vector<double> x(o.size());
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t d = 0; d < n; ++d) {
+      const int64_t s = S[static_cast<size_t>(d)];
+      x[static_cast<size_t>(r * n + d)] = s > 1 ? static_cast<double>(o[static_cast<size_t>(r * n + d)]) / static_cast<double>(s - 1) : -1.0;
+    }
+  return Tensor::from_vector(x, {R, n}).to(dtype);
+}
+
+int64_t Positions::relative_index(const std::vector<int64_t>& offset) const {
+  const auto& S = structure();
+  if (offset.size() != S.size())
+    fail("Positions::relative_index: offset has {} dims, positions have {}", offset.size(), S.size());
+  int64_t index = 0;
+  for (size_t d = 0; d < S.size(); ++d) {
+    if (offset[d] <= -S[d] || offset[d] >= S[d])
+      fail("Positions::relative_index: offset {} outside the relative grid of {}", fmt::join(offset, ","), describe());
+    index = index * (2 * S[d] - 1) + offset[d] + S[d] - 1;
+  }
+  return index;
+}
+
+Tensor Positions::dense_relative_index() const {
+  const auto& S = structure();
+  const int64_t n = dims(), N = tokens_;
+  const std::vector<int64_t> c = coordinates().to_vector<int64_t>();
+  std::vector<int64_t> idx(static_cast<size_t>(N * N));
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      int64_t index = 0;
+      for (int64_t d = 0; d < n; ++d) {
+        const int64_t s = S[static_cast<size_t>(d)];
+        const int64_t off = c[static_cast<size_t>(j * n + d)] - c[static_cast<size_t>(i * n + d)];
+        index = index * (2 * s - 1) + off + s - 1;
+      }
+      idx[static_cast<size_t>(i * N + j)] = index;
+    }
+  return Tensor::from_vector(idx, {N, N});
+}
+
+const Tensor& Positions::heap() const {
+  if (!is_tree()) fail("Positions: only tree positions have heap indices ({})", describe());
+  return heap_;
+}
+
+std::vector<int64_t> Positions::tree_word(int64_t heap, int64_t branching) {
+  if (heap < 0) fail("Positions::tree_word: heap position must be >= 0, got {}", heap);
+  if (branching < 2) fail("Positions::tree_word: branching factor must be >= 2, got {}", branching);
+  std::vector<int64_t> word;
+  for (int64_t node = heap - 1; node > 0; node = (node - 1) / branching) word.push_back((node - 1) % branching);
+  return {word.rbegin(), word.rend()};
+}
+
+int64_t Positions::tree_distance(int64_t heap_a, int64_t heap_b, int64_t branching) {
+  const auto u = tree_word(heap_a, branching), v = tree_word(heap_b, branching);
+  size_t lcp = 0;
+  while (lcp < u.size() && lcp < v.size() && u[lcp] == v[lcp]) ++lcp;
+  return static_cast<int64_t>(u.size() + v.size() - 2 * lcp);
+}
+
+}  // namespace posgrad

@@ -1,0 +1,73 @@
+// Positions: where the tokens of one attention call sit, for the positional hooks to read.
+//
+// Three kinds:
+//   * sequence  N tokens at indices 0..N-1 (a 1-D grid with structure {N});
+//   * grid      an n-D grid with structure S = {S_0, ..., S_{n-1}}; tokens are the cells in
+//               row-major order (last dim fastest), N = prod(S);
+//   * tree      one heap position per token ([N], shared by the batch, or [B, N]): 1 is the root,
+//               node p's children are kappa*(p-1)+2 .. kappa*(p-1)+kappa+1 (2p and 2p+1 for binary
+//               trees), 0 means "no tree position" (SOS, padding) and maps to the identity.
+//
+// Grid kinds also describe the relative grid: the (2S_0-1) x ... x (2S_{n-1}-1) offsets
+// r = key - query, enumerated row-major; entry index of offset o is sum_d (o_d + S_d - 1) *
+// stride_d. Relative encodings are evaluated once per forward on this grid (R entries).
+//
+// Deliberately not here: learned or batch-dependent positions for grids, and anything about
+// how a scheme uses positions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace posgrad {
+
+class Positions {
+ public:
+  enum class Kind { Sequence, Grid, Tree };
+
+  static Positions sequence(int64_t N);
+  static Positions grid(std::vector<int64_t> structure);
+  // heap int64 [N] or [B, N]; positions deeper than max_depth are an error.
+  static Positions tree(const Tensor& heap, int64_t branching = 2, int64_t max_depth = 16);
+
+  Kind kind() const { return kind_; }
+  bool is_tree() const { return kind_ == Kind::Tree; }
+  std::string describe() const;
+  int64_t tokens() const { return tokens_; }  // N
+  int64_t dims() const { return static_cast<int64_t>(structure_.size()); }  // n (0 for trees)
+  const std::vector<int64_t>& structure() const;  // S (grids and sequences only)
+
+  // ---- grids and sequences
+  Tensor coordinates() const;                   // int64 [N, n]
+  int64_t relative_size() const;                // R = prod(2 S_d - 1)
+  Tensor relative_offsets() const;              // int64 [R, n]: offset of every relative entry
+  // [R, n] in `dtype`: offset_d / (S_d - 1), evenly spaced in [-1, 1] (S_d = 1 gives -1, as the
+  // posattn reference does).
+  Tensor normalised_relative_grid(DType dtype) const;
+  int64_t relative_index(const std::vector<int64_t>& offset) const;
+  Tensor dense_relative_index() const;          // int64 [N, N]: relative entry of (key j - query i)
+
+  // ---- trees
+  const Tensor& heap() const;                   // int64 [N] or [B, N]
+  int64_t branching() const { return branching_; }
+  int64_t max_depth() const { return max_depth_; }
+  // The branch word of heap position p: the intended mapping of the APE spec (heap p is the
+  // 0-indexed node p-1; node n > 0 has parent (n-1) div kappa and branch (n-1) mod kappa). The
+  // root (p = 1, node 0) has the empty word, and so has p = 0 (SOS / padding): both map to the
+  // identity. Example (binary): p = 2 -> [0], p = 3 -> [1], p = 5 -> [0, 1].
+  static std::vector<int64_t> tree_word(int64_t heap, int64_t branching);
+  // Tree distance |u| + |v| - 2 lcp(u, v) between the words of two heap positions.
+  static int64_t tree_distance(int64_t heap_a, int64_t heap_b, int64_t branching);
+
+ private:
+  Kind kind_ = Kind::Sequence;
+  int64_t tokens_ = 0;
+  std::vector<int64_t> structure_;
+  Tensor heap_;
+  int64_t branching_ = 0, max_depth_ = 0;
+};
+
+}  // namespace posgrad

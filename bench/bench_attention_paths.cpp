@@ -1,0 +1,151 @@
+// bench_attention_paths: forward + backward of one multi-head attention layer whose keys are
+// limited to a window (the local_window span), through the dense reference path and the fast
+// window path, at span fractions 1, 1/2, 1/8, 1/32 of the keys, in 1-D (N = 1024, 4096) and
+// 2-D (32x32, 64x64). The PyTorch twin (bench/attention_paths_torch.py) runs the same layer
+// densely with the same mask on the same threads. Prints medians, speedups and ratios.
+//
+// Usage: bench_attention_paths [--batch 1] [--width 128] [--heads 4] [--reps 3] [--warmup 1]
+//                              [--cases 1d1024,1d4096,2d32,2d64] [--no-torch]
+// Fraction f means the window holds about f*N keys: 1-D radius (fN - 1)/2, 2-D side sqrt(f)*S.
+// At f = 1 there is no window (full attention) and both paths are the dense computation.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "attention/multi_head_attention.h"
+#include "attention/registry.h"
+#include "posgrad.h"
+
+#ifdef POSGRAD_OPENMP
+#include <omp.h>
+#endif
+
+using namespace posgrad;
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::vector<int64_t> structure;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Window radius giving about `fraction` of the keys; -1 = no window.
+int64_t radius_for(const std::vector<int64_t>& S, double fraction) {
+  if (fraction >= 1.0) return -1;
+  if (S.size() == 1) return std::max<int64_t>(0, static_cast<int64_t>(std::lround((fraction * static_cast<double>(S[0]) - 1) / 2)));
+  const double side = std::sqrt(fraction) * static_cast<double>(S[0]);
+  return std::max<int64_t>(0, static_cast<int64_t>(std::lround((side - 1) / 2)));
+}
+
+double time_path(MultiHeadAttention& mha, AttentionPath path, const Tensor& x, const Positions& pos, int reps, int warmup) {
+  mha.set_path(path);
+  std::vector<double> ms;
+  for (int r = 0; r < warmup + reps; ++r) {
+    mha.zero_grad();
+    Variable xv(x, true);
+    const auto t0 = std::chrono::steady_clock::now();
+    Variable out = mha.forward(xv, {}, &pos);
+    sum(out).backward();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (r >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return median(ms);
+}
+
+std::map<std::string, double> run_torch(const std::string& args, int threads) {
+  const std::string cmd = fmt::format("OMP_NUM_THREADS={} /usr/bin/python3 {}/bench/attention_paths_torch.py {} 2>/dev/null",
+                                      threads, POSGRAD_SOURCE_DIR, args);
+  std::map<std::string, double> result;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return result;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, pipe)) {
+    std::istringstream line(buf);
+    std::string key;
+    double value;
+    if (line >> key >> value) result[key] = value;
+  }
+  pclose(pipe);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::map<std::string, int64_t> a{{"batch", 1}, {"width", 128}, {"heads", 4}, {"reps", 3}, {"warmup", 1}};
+  std::string cases_arg = "1d1024,1d4096,2d32,2d64";
+  bool torch = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--no-torch") { torch = false; continue; }
+    if (arg.rfind("--", 0) != 0 || i + 1 >= argc) fail("bad argument '{}' (see the usage at the top of the source)", arg);
+    const std::string key = arg.substr(2);
+    if (key == "cases") { cases_arg = argv[++i]; continue; }
+    if (!a.count(key)) fail("unknown option --{}", key);
+    a[key] = std::stoll(argv[++i]);
+  }
+  std::vector<Case> cases;
+  std::stringstream list(cases_arg);
+  for (std::string c; std::getline(list, c, ',');) {
+    if (c.rfind("1d", 0) == 0) cases.push_back({c, {std::stoll(c.substr(2))}});
+    else if (c.rfind("2d", 0) == 0) cases.push_back({c, {std::stoll(c.substr(2)), std::stoll(c.substr(2))}});
+    else fail("unknown case '{}' (1d<N> or 2d<S>)", c);
+  }
+  int threads = 1;
+#ifdef POSGRAD_OPENMP
+  threads = omp_get_max_threads();
+#endif
+  const int64_t B = a["batch"], D = a["width"], H = a["heads"];
+  const int reps = static_cast<int>(a["reps"]), warmup = static_cast<int>(a["warmup"]);
+  fmt::print("attention forward+backward, B={} D={} H={} (Dh={}), {} threads, median of {} runs\n", B, D, H, D / H, threads, reps);
+  fmt::print("{:>8} {:>9} {:>7} {:>12} {:>12} {:>9} {:>12} {:>10}\n", "case", "fraction", "slots", "reference ms", "fast ms",
+             "speedup", "torch ms", "fast/torch");
+  const std::vector<std::pair<std::string, double>> fractions{{"1", 1.0}, {"1/2", 0.5}, {"1/8", 0.125}, {"1/32", 1.0 / 32}};
+  for (const Case& c : cases) {
+    const Positions pos = c.structure.size() == 1 ? Positions::sequence(c.structure[0]) : Positions::grid(c.structure);
+    const int64_t N = pos.tokens();
+    Generator gen(1);
+    const Tensor x = normal({B, N, D}, 0, 1, gen);
+    for (const auto& [label, f] : fractions) {
+      const int64_t radius = radius_for(c.structure, f);
+      std::vector<std::shared_ptr<AttentionHook>> hooks;
+      HookContext ctx;
+      ctx.width = D;
+      ctx.heads = H;
+      ctx.structure = c.structure;
+      if (radius >= 0) hooks.push_back(make_hook(HookSpec{"local_window", HookOptions{{"radius", std::to_string(radius)}}}, ctx, gen));
+      MultiHeadAttention mha(D, H, gen, hooks);
+      const int64_t slots = mha.layout_for(pos, false).slots();
+      mha.set_path(AttentionPath::Fast);
+      const int64_t fast_slots = mha.layout_for(pos, false).slots();
+      const double ref = time_path(mha, AttentionPath::Reference, x, pos, reps, warmup);
+      const double fast = time_path(mha, AttentionPath::Fast, x, pos, reps, warmup);
+      double theirs = -1;
+      if (torch) {
+        auto t = run_torch(fmt::format("--batch {} --width {} --heads {} --reps {} --warmup {} --structure {} --radius {}", B, D, H,
+                                       reps, warmup, fmt::join(c.structure, "x"), radius),
+                           threads);
+        if (t.count("median_ms")) theirs = t["median_ms"];
+      }
+      (void)slots;
+      fmt::print("{:>8} {:>9} {:>7} {:>12.1f} {:>12.1f} {:>8.2f}x {:>12} {:>10}\n", c.name, label, fast_slots, ref, fast,
+                 ref / fast, theirs > 0 ? fmt::format("{:.1f}", theirs) : "n/a",
+                 theirs > 0 ? fmt::format("{:.2f}x", fast / theirs) : "n/a");
+      std::fflush(stdout);
+    }
+  }
+  if (torch) fmt::print("torch: dense masked attention in PyTorch eager (bench/attention_paths_torch.py)\n");
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_attention_paths: %s\n", e.what());
+  return 1;
+}

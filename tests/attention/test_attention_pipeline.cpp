@@ -1,0 +1,345 @@
+// The attention pipeline itself, independent of any real scheme: positions and relative grids,
+// offset boxes, score layouts, the hook registry, and the central promise that the reference
+// (dense) and fast (window) paths agree forward and backward. A probe hook below uses every hook
+// point at once with random parameters, so a mistake in either path's plumbing shows up.
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+
+#include "attention/multi_head_attention.h"
+#include "attention/registry.h"
+#include "posgrad.h"
+#include "tests/module_gradcheck.h"
+#include "tests/test_support.h"
+
+using namespace posgrad;
+using posgrad::test::check_error;
+using posgrad::test::check_module_gradients;
+using posgrad::test::throws_with;
+
+namespace {
+
+// Uses every hook point: rotate, key_range, score_terms (content + relative table + per-query
+// relative product), modulate, prob_mask.
+class ProbeHook : public AttentionHook {
+ public:
+  ProbeHook(int64_t H, int64_t Dh, const Positions& positions, std::optional<OffsetBox> box, Generator& gen)
+      : box_(std::move(box)) {
+    const int64_t R = positions.relative_size();
+    u_ = register_parameter("u", normal({1, H, 1, Dh}, 0, 0.5, gen));
+    bias_ = register_parameter("bias", normal({H, R}, 0, 0.5, gen));
+    table_ = register_parameter("table", normal({H, R, Dh}, 0, 0.3, gen));
+    gain_ = register_parameter("gain", uniform({R}, 0.5, 1.5, gen));
+    keep_ = register_parameter("keep", uniform({H, R}, 0.2, 1.0, gen));
+  }
+  void rotate(Variable& q, Variable& k, const Positions&) override {
+    q = q * 1.25;
+    k = k - 0.1;
+  }
+  std::optional<OffsetBox> key_range(const Positions&) const override { return box_; }
+  Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override {
+    Logits t;
+    t.content = layout.key_dot(u_, k) * 0.5;
+    t.positional = unsqueeze(layout.gather_relative(bias_), 0) + layout.query_relative(q, table_);
+    return t;
+  }
+  Logits modulate(Logits logits, const ScoreLayout& layout) override {
+    Variable g = layout.gather_relative(gain_);
+    return {logits.content * g, logits.positional * g};
+  }
+  Variable prob_mask(const ScoreLayout& layout) override { return layout.gather_relative(keep_); }
+  std::string summary() const override { return "probe"; }
+
+ private:
+  std::optional<OffsetBox> box_;
+  Variable u_, bias_, table_, gain_, keep_;
+};
+
+struct PathRun {
+  Tensor out, dx;
+  std::vector<Tensor> grads;
+};
+
+PathRun run_path(MultiHeadAttention& mha, AttentionPath path, const Tensor& x, const Positions& pos,
+                 const AttentionMasks& masks, const Tensor& weights) {
+  mha.set_path(path);
+  mha.zero_grad();
+  Variable xv(x, true);
+  Variable out = mha.forward(xv, masks, &pos);
+  sum(out * Variable(weights)).backward();
+  PathRun r{out.value(), xv.grad(), {}};
+  for (auto& p : mha.parameters()) r.grads.push_back(p.grad());
+  return r;
+}
+
+void check_paths_agree(const Positions& pos, const OffsetBox& box, bool causal, bool padding, DType dtype, double tol) {
+  Generator gen(7);
+  const int64_t D = 8, H = 2, B = 2, N = pos.tokens();
+  std::vector<std::shared_ptr<AttentionHook>> hooks{std::make_shared<ProbeHook>(H, D / H, pos, box, gen)};
+  MultiHeadAttention mha(D, H, gen, hooks);
+  mha.to(dtype);
+  Tensor x = normal({B, N, D}, 0, 1, gen, dtype);
+  Tensor w = normal({B, N, D}, 0, 1, gen, dtype);
+  AttentionMasks masks;
+  masks.causal = causal;
+  if (padding) {
+    Tensor pad = Tensor::zeros({B, N}, dtype);
+    pad.select(0, 1).narrow(0, N - 2, 2).fill_(1.0);
+    masks.key_padding = pad;
+  }
+  PathRun ref = run_path(mha, AttentionPath::Reference, x, pos, masks, w);
+  BOOST_TEST(!mha.layout_for(pos, causal).is_window());
+  PathRun fast = run_path(mha, AttentionPath::Fast, x, pos, masks, w);
+  BOOST_TEST(mha.layout_for(pos, causal).is_window());
+  BOOST_TEST(max_abs_diff(ref.out, fast.out) < tol, "output differs by " << max_abs_diff(ref.out, fast.out));
+  BOOST_TEST(max_abs_diff(ref.dx, fast.dx) < tol, "dx differs by " << max_abs_diff(ref.dx, fast.dx));
+  auto names = mha.named_parameters();
+  for (size_t i = 0; i < ref.grads.size(); ++i)
+    BOOST_TEST(max_abs_diff(ref.grads[i], fast.grads[i]) < tol,
+               names[i].first << " gradient differs by " << max_abs_diff(ref.grads[i], fast.grads[i]));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(positions)
+
+BOOST_AUTO_TEST_CASE(grid_coordinates_and_relative_grid) {
+  Positions p = Positions::grid({2, 3});
+  BOOST_TEST(p.tokens() == 6);
+  BOOST_TEST(p.dims() == 2);
+  BOOST_TEST((p.coordinates().to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2}));
+  BOOST_TEST(p.relative_size() == 3 * 5);
+  const auto off = p.relative_offsets().to_vector<int64_t>();
+  BOOST_TEST(off[0] == -1);  // entry 0 = (-1, -2)
+  BOOST_TEST(off[1] == -2);
+  BOOST_TEST(off[2 * 7] == 0);  // entry 7 = (0, 0): the centre
+  BOOST_TEST(off[2 * 7 + 1] == 0);
+  BOOST_TEST(p.relative_index({0, 0}) == 7);
+  BOOST_TEST(p.relative_index({1, 2}) == 14);
+  // Dense relative index: entry of (key - query).
+  Tensor idx = p.dense_relative_index();
+  BOOST_TEST(idx.at<int64_t>({0, 5}) == p.relative_index({1, 2}));
+  BOOST_TEST(idx.at<int64_t>({5, 0}) == p.relative_index({-1, -2}));
+  BOOST_TEST(idx.at<int64_t>({4, 4}) == 7);
+  // Normalised grid: offset / (S - 1).
+  Tensor g = p.normalised_relative_grid(kFloat64);
+  BOOST_TEST(g.at<double>({0, 0}) == -1.0);
+  BOOST_TEST(g.at<double>({0, 1}) == -1.0);
+  BOOST_TEST(g.at<double>({14, 1}) == 1.0);
+  BOOST_TEST(std::abs(g.at<double>({6, 1}) + 0.5) < 1e-15);  // entry 6 = (0, -1): -1/2
+}
+
+BOOST_AUTO_TEST_CASE(sequence_index_map_is_key_minus_query) {
+  Positions p = Positions::sequence(5);
+  Tensor idx = p.dense_relative_index();
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 5; ++j) BOOST_TEST(idx.at<int64_t>({i, j}) == j - i + 4);
+  Tensor x = p.normalised_relative_grid(kFloat64);
+  BOOST_TEST(x.at<double>({0, 0}) == -1.0);
+  BOOST_TEST(x.at<double>({4, 0}) == 0.0);
+  BOOST_TEST(x.at<double>({8, 0}) == 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(tree_words_follow_the_intended_heap_mapping) {
+  using W = std::vector<int64_t>;
+  BOOST_TEST(Positions::tree_word(0, 2) == W{});
+  BOOST_TEST(Positions::tree_word(1, 2) == W{});
+  BOOST_TEST(Positions::tree_word(2, 2) == (W{0}));
+  BOOST_TEST(Positions::tree_word(3, 2) == (W{1}));
+  BOOST_TEST(Positions::tree_word(5, 2) == (W{0, 1}));
+  BOOST_TEST(Positions::tree_word(7, 2) == (W{1, 1}));
+  BOOST_TEST(Positions::tree_word(8, 2) == (W{0, 0, 0}));
+  // Ternary: node 1's children are 5, 6, 7 (heap), i.e. nodes 4, 5, 6.
+  BOOST_TEST(Positions::tree_word(6, 3) == (W{0, 1}));
+  BOOST_TEST(Positions::tree_distance(2, 3, 2) == 2);  // siblings
+  BOOST_TEST(Positions::tree_distance(1, 3, 2) == 1);  // root and its right child
+  BOOST_TEST(Positions::tree_distance(4, 7, 2) == 4);
+  // Depth 16 works; deeper is an error naming the depth.
+  const int64_t deep = int64_t(1) << 16;  // heap 2^16 lies at depth 16
+  BOOST_TEST(Positions::tree_word(deep, 2).size() == 16u);
+  Positions::tree(Tensor::from_vector(std::vector<int64_t>{0, 1, deep}, {3}));
+  check_error([&] { Positions::tree(Tensor::from_vector(std::vector<int64_t>{deep * 2}, {1})); }, {"depth 17", "max_depth 16"});
+}
+
+BOOST_AUTO_TEST_CASE(errors_name_the_problem) {
+  check_error([] { Positions::grid({4, 0}); }, {"structure size", "4x0"});
+  check_error([] { Positions::sequence(0); }, {"at least one token"});
+  check_error([] { Positions::grid({3}).relative_index({3}); }, {"outside the relative grid"});
+  check_error([] { Positions::tree(Tensor::zeros({3}, kFloat32)); }, {"int64"});
+  check_error([] { Positions::tree(Tensor::from_vector(std::vector<int64_t>{1, 2}, {2})).structure(); }, {"no grid structure"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(score_layouts)
+
+BOOST_AUTO_TEST_CASE(offset_boxes) {
+  OffsetBox a{{-3, -1}, {2, 4}}, b{{-1, -5}, {5, 0}};
+  OffsetBox c = a.intersect(b);
+  BOOST_TEST((c.lo == std::vector<int64_t>{-1, -1}));
+  BOOST_TEST((c.hi == std::vector<int64_t>{2, 0}));
+  BOOST_TEST(c.volume() == 8);
+  BOOST_TEST(OffsetBox({{1}, {0}}).empty());
+  BOOST_TEST(OffsetBox::full(Positions::grid({3, 4})).volume() == 5 * 7);
+  check_error([&] { a.intersect(OffsetBox{{0}, {1}}); }, {"2-D box with a 1-D box"});
+}
+
+BOOST_AUTO_TEST_CASE(dense_box_mask_matches_the_spec_example) {
+  // posattn spec section 12: N = 5, span size 3 (half-width 1).
+  ScoreLayout layout = ScoreLayout::dense(Positions::sequence(5), OffsetBox{{-1}, {1}});
+  Tensor allowed = sub(Tensor::ones({5, 5}), layout.blocked(kFloat32));
+  const std::vector<float> expect{1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1};
+  BOOST_TEST(allowed.to_vector<float>() == expect, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(relative_tables_land_on_the_same_keys_in_both_layouts) {
+  Generator gen(3);
+  for (const Positions& pos : {Positions::sequence(9), Positions::grid({4, 5})}) {
+    OffsetBox box = pos.dims() == 1 ? OffsetBox{{-2}, {3}} : OffsetBox{{-1, -2}, {2, 1}};
+    ScoreLayout dense = ScoreLayout::dense(pos, box), window = ScoreLayout::window(pos, box);
+    const int64_t N = pos.tokens(), W = window.slots();
+    BOOST_TEST(W == box.volume());
+    Tensor table = normal({2, pos.relative_size()}, 0, 1, gen);
+    Tensor d = dense.gather_relative(table).value();   // [2, N, N]
+    Tensor w = window.gather_relative(table).value();  // [2, 1, W]
+    Tensor keys = window.key_window().key_index();
+    Tensor blocked = window.blocked(kFloat32);
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t s = 0; s < W; ++s) {
+        const int64_t j = keys.at<int64_t>({i, s});
+        BOOST_TEST((j < 0) == (blocked.at<float>({i, s}) == 1.0f));
+        if (j >= 0) BOOST_TEST(d.at<float>({1, i, j}) == w.at<float>({1, 0, s}));
+      }
+    // query_relative: the same per-query products.
+    Tensor q = normal({1, 2, N, 3}, 0, 1, gen), e = normal({2, pos.relative_size(), 3}, 0, 1, gen);
+    Tensor qd = dense.query_relative(q, e).value(), qw = window.query_relative(q, e).value();
+    double worst = 0;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t s = 0; s < W; ++s) {
+        const int64_t j = keys.at<int64_t>({i, s});
+        if (j >= 0) worst = std::max(worst, std::abs(double(qd.at<float>({0, 1, i, j})) - qw.at<float>({0, 1, i, s})));
+      }
+    BOOST_TEST(worst < 1e-5);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(hook_registry)
+
+BOOST_AUTO_TEST_CASE(unknown_names_and_options_are_errors_that_list_valid_ones) {
+  Generator gen(1);
+  HookContext ctx;
+  ctx.width = 8;
+  ctx.heads = 2;
+  ctx.structure = {5};
+  check_error([&] { make_hook(HookSpec{"no_such_scheme", {}}, ctx, gen); }, {"unknown attention hook 'no_such_scheme'", "none"});
+  check_error([&] { make_hook(HookSpec{"none", HookOptions{{"colour", "red"}}}, ctx, gen); }, {"none", "unknown option colour"});
+  BOOST_TEST(make_hook(HookSpec{"none", {}}, ctx, gen)->summary() == "none");
+  const auto names = hook_names();
+  BOOST_TEST(std::is_sorted(names.begin(), names.end()));
+}
+
+BOOST_AUTO_TEST_CASE(user_hooks_register_and_options_are_typed) {
+  register_hook("test_probe", [](const HookContext& c, const HookOptions& o, Generator& g) -> std::shared_ptr<AttentionHook> {
+    const int64_t half = o.integer("half", 1);
+    (void)o.number("weight", 0.5);
+    return std::make_shared<ProbeHook>(c.heads, c.head_width(), Positions::grid(c.structure), OffsetBox{{-half}, {half}}, g);
+  }, "probe for tests");
+  Generator gen(2);
+  HookContext ctx;
+  ctx.width = 8;
+  ctx.heads = 2;
+  ctx.structure = {6};
+  auto hook = make_hook(HookSpec{"test_probe", HookOptions{{"half", "2"}}}, ctx, gen);
+  BOOST_TEST(hook->key_range(Positions::sequence(6))->hi[0] == 2);
+  check_error([&] { make_hook(HookSpec{"test_probe", HookOptions{{"half", "two"}}}, ctx, gen); }, {"test_probe", "'half' must be an integer", "two"});
+  check_error([&] { make_hook(HookSpec{"test_probe", HookOptions{{"weight", "1e"}}}, ctx, gen); }, {"'weight' must be a number"});
+  BOOST_TEST(hook_description("test_probe") == "probe for tests");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(attention_pipeline)
+
+BOOST_AUTO_TEST_CASE(without_hooks_it_is_scaled_dot_product_attention) {
+  Generator gen(4);
+  MultiHeadAttention mha(8, 2, gen);
+  Tensor x = normal({2, 5, 8}, 0, 1, gen);
+  AttentionMasks masks;
+  masks.causal = true;
+  Tensor got = mha.forward(Variable(x), masks).value();
+  // The same computation spelled out with scaled_dot_product_attention.
+  auto params = mha.named_parameters();
+  auto proj = [&](const std::string& name, const Tensor& in) {
+    Tensor w, b;
+    for (auto& [n, p] : params) {
+      if (n == name + ".weight") w = p.value();
+      if (n == name + ".bias") b = p.value();
+    }
+    return add(matmul(in, w.transpose(0, 1)), b);
+  };
+  auto heads = [](const Tensor& t) { return t.reshape({2, 5, 2, 4}).permute({0, 2, 1, 3}); };
+  Tensor o = scaled_dot_product_attention(heads(proj("q_proj", x)), heads(proj("k_proj", x)), heads(proj("v_proj", x)), masks).value();
+  Tensor expect = proj("out_proj", o.permute({0, 2, 1, 3}).reshape({2, 5, 8}));
+  BOOST_TEST(max_abs_diff(got, expect) < 1e-6);
+}
+
+BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree_1d) {
+  check_paths_agree(Positions::sequence(23), OffsetBox{{-4}, {3}}, false, false, kFloat32, 2e-5);
+  check_paths_agree(Positions::sequence(23), OffsetBox{{-4}, {3}}, true, true, kFloat32, 2e-5);
+  check_paths_agree(Positions::sequence(17), OffsetBox{{-30}, {30}}, false, true, kFloat64, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree_2d) {
+  check_paths_agree(Positions::grid({5, 6}), OffsetBox{{-1, -2}, {2, 1}}, false, false, kFloat32, 2e-5);
+  check_paths_agree(Positions::grid({4, 7}), OffsetBox{{-1, -1}, {1, 1}}, false, true, kFloat64, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(gradcheck_through_both_paths) {
+  // Every parameter of the projections and of the probe hook, and the input, against central
+  // differences, through the dense and the window layouts (2-D grid, key padding).
+  for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fast}) {
+    Generator gen(5);
+    Positions pos = Positions::grid({3, 3});
+    auto hook = std::make_shared<ProbeHook>(2, 2, pos, OffsetBox{{-1, 0}, {1, 1}}, gen);
+    MultiHeadAttention mha(4, 2, gen, {hook});
+    mha.set_path(path);
+    AttentionMasks masks;
+    masks.key_padding = Tensor::from_vector(std::vector<double>{0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {2, 9});
+    check_module_gradients(mha, normal({2, 9, 4}, 0, 1, gen), [&](const Variable& x) { return mha.forward(x, masks, &pos); });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(auto_path_uses_the_window_only_when_it_pays) {
+  Generator gen(6);
+  Positions pos = Positions::sequence(64);
+  auto narrow = std::make_shared<ProbeHook>(2, 4, pos, OffsetBox{{-4}, {4}}, gen);
+  MultiHeadAttention a(8, 2, gen, {narrow});
+  a.set_path(AttentionPath::Auto);
+  BOOST_TEST(a.layout_for(pos, false).is_window());
+  auto wide = std::make_shared<ProbeHook>(2, 4, pos, OffsetBox{{-40}, {40}}, gen);
+  MultiHeadAttention b(8, 2, gen, {wide});
+  BOOST_TEST(!b.layout_for(pos, false).is_window());
+  b.set_path(AttentionPath::Fast);
+  BOOST_TEST(b.layout_for(pos, false).is_window());
+  b.set_path(AttentionPath::Reference);
+  BOOST_TEST(!b.layout_for(pos, false).is_window());
+  check_error([] { attention_path_from_name("quick"); }, {"unknown attention path 'quick'", "reference, fast, auto"});
+}
+
+BOOST_AUTO_TEST_CASE(dense_probabilities_of_a_window_forward) {
+  Generator gen(8);
+  Positions pos = Positions::sequence(12);
+  auto hook = std::make_shared<ProbeHook>(2, 4, pos, OffsetBox{{-2}, {1}}, gen);
+  MultiHeadAttention mha(8, 2, gen, {hook});
+  Tensor x = normal({1, 12, 8}, 0, 1, gen);
+  mha.set_path(AttentionPath::Reference);
+  mha.forward(Variable(x), {}, &pos);
+  Tensor ref = mha.last_dense_probs();
+  mha.set_path(AttentionPath::Fast);
+  mha.forward(Variable(x), {}, &pos);
+  BOOST_TEST(mha.last_probs().size(3) == 4);
+  BOOST_TEST(max_abs_diff(ref, mha.last_dense_probs()) < 1e-6);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
