@@ -4,6 +4,12 @@
 #include "attention/schemes/no_position.h"
 #include "attention/spans/local_window.h"
 #include "attention/schemes/t5_bias.h"
+#include "attention/schemes/alibi.h"
+#include "attention/schemes/learned_absolute.h"
+#include "attention/schemes/rope.h"
+#include "attention/schemes/shaw_relative.h"
+#include "attention/schemes/sinusoidal_absolute.h"
+#include "attention/spans/adaptive_span.h"
 
 namespace posgrad {
 
@@ -11,6 +17,12 @@ void register_builtin_hooks() {
   register_hook("none", make_no_position, "no positional information");
   register_hook("local_window", make_local_window, "fixed sliding window of keys (radius per axis, optional causal)");
   register_hook("t5_bias", make_t5_bias, "T5 bucketed relative position bias (the tutorial scheme)");
+  register_hook("sinusoidal", make_sinusoidal_absolute, "fixed sinusoidal absolute embedding at the flat token index");
+  register_hook("learned_absolute", make_learned_absolute, "learned absolute embedding table [P, D]");
+  register_hook("rope", make_rope, "rotary embedding of queries and keys (frozen or tuned frequencies)");
+  register_hook("shaw", make_shaw_relative, "Shaw relative logits q . r[clip(j - i)]");
+  register_hook("alibi", make_alibi, "ALiBi linear distance penalty with geometric head slopes");
+  register_hook("adaptive_span", make_adaptive_span, "adaptive attention span: learned soft causal span per head");
 }
 
 }  // namespace posgrad

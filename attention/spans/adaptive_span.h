@@ -1,0 +1,65 @@
+// The "adaptive_span" span modulator (Sukhbaatar et al. 2019; spec adaptive_span.md sections 1,
+// 2, 7, 8): every head h learns how far back it looks. With c_h in [0, 1] (parameter "c" [H]),
+// the maximum span S (option max_span) and the ramp length Rr (option ramp), the probability of
+// the key at distance d = query - key is multiplied by
+//
+//   m_h(d) = clamp((Rr + c_h S - (d - 1)) / Rr, 0, 1)   for 1 <= d <= S,     0 otherwise
+//
+// (z_h = c_h S is the span in tokens; d - 1 is the paper's 0-based distance). The current token
+// (d = 0) and future keys get 0, as in the original code; the pipeline then renormalises
+// p <- p m / (sum p m + 1e-8). The first token has no key at all and outputs zero attention.
+//
+// Hooks used:
+//   key_range()   the causal box lo = -min(S, ceil(max_h z_h) + Rr), hi = -1: the trimming of
+//                 spec section 2.2; it shrinks as the spans shrink, so the fast path (window
+//                 layout) costs O(N (max span + Rr)).
+//   prob_mask()   the mask above as an [H, R] table over the relative grid, gathered onto the
+//                 slots (ScoreLayout::gather_relative), differentiable in c.
+//   regulariser() loss_coef * S * mean_h(c_h), the per-layer span loss (spec 1.4); the model
+//                 sums it over layers and adds it to the training loss only.
+//   after_optimizer_step()  clamps c to [0, 1] in place (spec 1.5).
+//
+// Options: max_span S (default N - 1 of the context), ramp Rr (32), init c (0), loss_coef
+// (2e-6). 1-D sequences only (a grid or a tree is an Error). Deliberately not here: the learned
+// position term key_pe of the original model (a separate scheme), the cache of previous
+// segments, and the dynamic-span variant (not in the released code).
+#pragma once
+
+#include "attention/registry.h"
+
+namespace posgrad {
+
+class AdaptiveSpan : public AttentionHook {
+ public:
+  AdaptiveSpan(int64_t heads, int64_t max_span, double ramp, double init, double loss_coef);
+
+  std::optional<OffsetBox> key_range(const Positions& positions) const override;
+  Variable prob_mask(const ScoreLayout& layout) override;
+  Variable regulariser() override;
+  void after_optimizer_step() override;
+  std::string summary() const override;
+
+  const Variable& c() const { return c_; }  // [H]
+  int64_t max_span() const { return max_span_; }
+  double ramp() const { return ramp_; }
+  double loss_coef() const { return loss_coef_; }
+  // The mask over the relative grid of `positions`: [H, R] (differentiable in c).
+  Variable relative_mask(const Positions& positions, DType dtype) const;
+  // z_h = c_h S per head, in tokens.
+  std::vector<double> current_spans() const;
+  // As the original logger: ceil(mean_h z_h) + Rr (resp. max_h), clamped to [0, S].
+  double average_span() const;
+  double largest_span() const;
+  // The number of keys before the query that key_range keeps: min(S, max(0, ceil(max_h z_h)) + Rr).
+  int64_t kept_distance() const;
+
+ private:
+  void check_positions(const Positions& positions) const;
+  int64_t heads_, max_span_;
+  double ramp_, loss_coef_;
+  Variable c_;
+};
+
+std::shared_ptr<AttentionHook> make_adaptive_span(const HookContext& context, const HookOptions& options, Generator& gen);
+
+}  // namespace posgrad
