@@ -55,4 +55,11 @@ class AttentionHook : public Module {
   virtual std::string summary() const = 0;
 };
 
+// ---- model-level helpers for training loops (each hook once, in module pre-order)
+std::vector<AttentionHook*> attention_hooks(const Module& model);
+// Sum of every hook's regulariser (add it to the training loss only); undefined when none.
+Variable attention_regulariser(const Module& model);
+// Calls every hook's after_optimizer_step (e.g. clamps adaptive spans); call after opt.step().
+void after_optimizer_step(const Module& model);
+
 }  // namespace posgrad

@@ -343,3 +343,35 @@ BOOST_AUTO_TEST_CASE(dense_probabilities_of_a_window_forward) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(model_level_hook_helpers)
+
+BOOST_AUTO_TEST_CASE(regularisers_and_after_step_reach_every_hook) {
+  Generator gen(9);
+  HookContext ctx;
+  ctx.width = 8;
+  ctx.heads = 2;
+  ctx.structure = {16};
+  TransformerBlockConfig cfg;
+  cfg.width = 8;
+  cfg.heads = 2;
+  cfg.ff_width = 8;
+  auto span0 = make_hook(HookSpec{"adaptive_span", HookOptions{{"max_span", "10"}, {"init", "0.5"}}}, ctx, gen);
+  auto span1 = make_hook(HookSpec{"adaptive_span", HookOptions{{"max_span", "10"}, {"init", "0.25"}}}, ctx, gen);
+  Sequential model;
+  model.add("b0", std::make_shared<TransformerEncoderBlock>(cfg, gen, std::vector<std::shared_ptr<AttentionHook>>{span0}));
+  model.add("b1", std::make_shared<TransformerEncoderBlock>(cfg, gen, std::vector<std::shared_ptr<AttentionHook>>{span1}));
+  BOOST_TEST(attention_hooks(model).size() == 2u);
+  const double expect = span0->regulariser().item() + span1->regulariser().item();
+  BOOST_TEST(std::abs(attention_regulariser(model).item() - expect) < 1e-12);
+  // Push c out of [0, 1]; after_optimizer_step clamps every hook's c back.
+  for (auto& [name, p] : model.named_parameters())
+    if (name.size() >= 2 && name.substr(name.size() - 2) == ".c") p.mutable_value().fill_(1.7);
+  after_optimizer_step(model);
+  for (auto& [name, p] : model.named_parameters())
+    if (name.size() >= 2 && name.substr(name.size() - 2) == ".c") BOOST_TEST(amax(p.value()).item() == 1.0);
+  Sequential empty;
+  BOOST_TEST(!attention_regulariser(empty).defined());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
