@@ -9,9 +9,11 @@
 #include "nn/init.h"
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
+#include "nn/matrix_exp.h"
 #include "nn/losses.h"
 #include "nn/mlp.h"
 #include "nn/module.h"
+#include "nn/orthogonal.h"
 #include "nn/sequential.h"
 
 // Training: optimizers, schedules, clipping, accumulation.
