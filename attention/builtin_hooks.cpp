@@ -5,6 +5,9 @@
 #include "attention/spans/local_window.h"
 #include "attention/schemes/t5_bias.h"
 #include "attention/schemes/alibi.h"
+#include "attention/schemes/ape_grid.h"
+#include "attention/schemes/ape_sequence.h"
+#include "attention/schemes/ape_tree.h"
 #include "attention/schemes/learned_absolute.h"
 #include "attention/schemes/rope.h"
 #include "attention/schemes/shaw_relative.h"
@@ -23,6 +26,9 @@ void register_builtin_hooks() {
   register_hook("shaw", make_shaw_relative, "Shaw relative logits q . r[clip(j - i)]");
   register_hook("alibi", make_alibi, "ALiBi linear distance penalty with geometric head slopes");
   register_hook("adaptive_span", make_adaptive_span, "adaptive attention span: learned soft causal span per head");
+  register_hook("ape", make_ape_sequence, "algebraic PE: per-head orthogonal W^p on q and k at the flat index, decay^|j-i|");
+  register_hook("ape_grid", make_ape_grid, "algebraic PE on n-D grids: one orthogonal generator per (axis, head) on Dh/n features");
+  register_hook("ape_tree", make_ape_tree, "algebraic PE on trees: products of branch generators along the heap word");
 }
 
 }  // namespace posgrad
