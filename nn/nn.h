@@ -14,6 +14,7 @@
 #include "nn/mlp.h"
 #include "nn/module.h"
 #include "nn/orthogonal.h"
+#include "nn/siren.h"
 #include "nn/sequential.h"
 
 // Training: optimizers, schedules, clipping, accumulation.

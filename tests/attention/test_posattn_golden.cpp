@@ -1,0 +1,136 @@
+// Golden test against PyTorch for the posattn classifier: tools/golden_posattn.py writes a
+// 2-block model built in plain torch from the posattn spec's formulas (SIREN 1-D + Gaussian span
+// t = 0.1, SIREN 2-D + span, txl_baseline), in float64. Here the same weights are loaded into
+// PosattnClassifier; logits, loss, every parameter gradient, the losses of 3 Adam steps and the
+// learned sigmas are compared, on the reference and the fast path, in float64 (tight) and
+// float32 (loose). The worst error of each is printed.
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "attention/posattn_classifier.h"
+#include "nn/adam.h"
+#include "nn/losses.h"
+#include "nn/safetensors.h"
+
+using namespace posgrad;
+namespace bdata = boost::unit_test::data;
+
+namespace {
+
+struct Tolerance {
+  double atol, rtol;
+};
+
+struct Run {
+  AttentionPath path;
+  DType dtype;
+  Tolerance value, grad, loss;
+};
+
+// Returns max |ours - ref| / (atol + rtol |ref|) and checks it is <= 1.
+double expect_close(const std::string& what, const Tensor& ours, const Tensor& ref, Tolerance tol) {
+  BOOST_REQUIRE_MESSAGE(ours.shape() == ref.shape(), what << ": shape " << shape_str(ours.shape()) << " vs " << shape_str(ref.shape()));
+  const auto a = ours.to_vector<double>(), b = ref.to_vector<double>();
+  double worst = 0.0, worst_abs = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(a[i] - b[i]);
+    const double ratio = d / (tol.atol + tol.rtol * std::abs(b[i]));
+    worst = std::max(worst, std::isnan(ratio) ? INFINITY : ratio);
+    worst_abs = std::max(worst_abs, std::isnan(d) ? INFINITY : d);
+  }
+  BOOST_TEST(worst <= 1.0, what << ": max |diff| " << worst_abs << " exceeds atol " << tol.atol << " + rtol " << tol.rtol << " |ref|");
+  return worst_abs;
+}
+
+PosattnClassifierConfig config_from(const nlohmann::json& j) {
+  PosattnClassifierConfig c;
+  c.input_dim = j["input_dim"];
+  c.width = j["width"];
+  c.heads = j["heads"];
+  c.layers = j["layers"];
+  c.ff_width = j["ff"];
+  c.output_hidden = j["out_hidden"];
+  c.classes = j["classes"];
+  c.dropout = 0.0;
+  c.dims = j["dims"];
+  c.structure = j["image"].get<std::vector<int64_t>>();
+  c.positional = j["positional"];
+  c.positional_options["hidden"] = std::to_string(j["pe_hidden"].get<int64_t>());
+  if (c.positional == "siren") {
+    c.positional_options["layers"] = std::to_string(j["pe_layers"].get<int64_t>());
+    c.positional_options["omega"] = fmt::format("{}", j["omega"].get<double>());
+  }
+  c.span = j["span"];
+  c.threshold = j["threshold"];
+  return c;
+}
+
+const char* kGoldenFiles[] = {"posattn_siren1d_span.safetensors", "posattn_siren2d_span.safetensors",
+                              "posattn_baseline.safetensors"};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(posattn_golden)
+
+BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch, bdata::make(kGoldenFiles), file) {
+  const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/" + file);
+  const auto cfg_json = nlohmann::json::parse(golden.metadata.at("config"));
+  const PosattnClassifierConfig cfg = config_from(cfg_json);
+  StateDict weights;
+  for (const auto& [name, t] : golden.tensors)
+    if (name.rfind("param.", 0) == 0) weights.emplace_back(name.substr(6), t);
+
+  const Run runs[] = {
+      {AttentionPath::Reference, kFloat64, {1e-10, 1e-8}, {1e-10, 1e-7}, {1e-10, 1e-8}},
+      {AttentionPath::Fast, kFloat64, {1e-10, 1e-8}, {1e-10, 1e-7}, {1e-10, 1e-8}},
+      {AttentionPath::Reference, kFloat32, {2e-5, 1e-4}, {2e-5, 2e-3}, {1e-5, 1e-4}},
+      {AttentionPath::Fast, kFloat32, {2e-5, 1e-4}, {2e-5, 2e-3}, {1e-5, 1e-4}},
+  };
+  for (const Run& run : runs) {
+    if (run.path == AttentionPath::Fast && !cfg.span) continue;  // no box: the fast path is the dense one
+    BOOST_TEST_MESSAGE(file << (run.path == AttentionPath::Fast ? " fast" : " reference") << " path, "
+                            << (run.dtype == kFloat64 ? "float64" : "float32"));
+    Generator gen(5);
+    PosattnClassifier model(cfg, gen);
+    model.set_path(run.path);
+    model.to(run.dtype);  // first: loading converts the file's float64 to the module's dtype
+    model.load_state_dict(weights, /*strict=*/true);
+    BOOST_TEST(model.named_parameters().size() == weights.size());
+    const Tensor images = golden.at("images").to(run.dtype), labels = golden.at("labels");
+
+    Variable logits = model.forward(Variable(images));
+    Variable loss = cross_entropy(logits, labels);
+    loss.backward();
+    double worst_grad = 0.0;
+    const double dl = expect_close("logits", logits.value(), golden.at("logits"), run.value);
+    expect_close("loss", loss.value(), golden.at("loss"), run.loss);
+    for (const auto& [name, p] : model.named_parameters())
+      worst_grad = std::max(worst_grad, expect_close("grad." + name, p.grad(), golden.at("grad." + name), run.grad));
+
+    AdamOptions adam;
+    adam.lr = cfg_json["lr"];
+    Adam opt(model.parameters(), adam);
+    std::vector<double> losses;
+    for (int step = 0; step < 3; ++step) {
+      opt.zero_grad();
+      Variable l = cross_entropy(model.forward(Variable(images)), labels);
+      l.backward();
+      opt.step();
+      losses.push_back(l.item());
+    }
+    const double da = expect_close("adam_losses (3 steps)", Tensor::from_vector(losses, {3}), golden.at("adam_losses"), run.loss);
+    double ds = 0.0;
+    if (cfg.span) {
+      std::vector<Tensor> sigmas;
+      for (int64_t i = 0; i < cfg.layers; ++i) sigmas.push_back(model.parameter(fmt::format("blocks.{}.attn.hooks.1.sigma", i)).value());
+      ds = expect_close("sigma after 3 steps", stack(sigmas, 0), golden.at("sigma_after"), run.grad);
+      for (const auto& line : model.hook_summaries()) BOOST_TEST_MESSAGE("  " << line);
+    }
+    BOOST_TEST_MESSAGE(fmt::format("  worst |diff|: logits {:.3g}, gradients {:.3g}, adam losses {:.3g}, sigma {:.3g}", dl,
+                                   worst_grad, da, ds));
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
