@@ -5,6 +5,8 @@
 #include "autograd/functions.h"
 #include "autograd/gradcheck.h"
 #include "autograd/variable.h"
+#include "attention/posattn_classifier.h"
+#include "attention/registry.h"
 #include "attention/transformer_classifier.h"
 #include "datasets/datasets.h"
 #include "nn/nn.h"
