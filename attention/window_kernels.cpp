@@ -69,7 +69,10 @@ inline SlotRange valid_slots(const BandPlan& P, int64_t i) {
 
 // Default block: the GEMM computes block x (block + width - 1) dots for block x width useful ones,
 // so the block should not be much wider than the window's last-dim width; GEMM efficiency wants
-// it not too small either. Measured with bench/bench_window_ops.cpp (see there).
+// it not too small either (below 32^3 multiply-adds sgemm falls back to plain loops). Measured
+// with `bench_window_ops --blocks --cpu-time` (one thread, Dh = 32, AVX-512): width 512 and 128
+// are best at 32-64 (64 within noise of the best), width 32 at 32, and a 9 x 9 box on a 64 x 64
+// grid at 32-64. Hence the width rounded up to 16, clamped to [32, 64].
 BandPlan make_band_plan(const KeyWindow& window, int64_t block) {
   window.validate();
   const int64_t n = window.dims();
@@ -79,7 +82,7 @@ BandPlan make_band_plan(const KeyWindow& window, int64_t block) {
   P.lo = window.lo[n - 1];
   P.width = window.hi[n - 1] - window.lo[n - 1] + 1;
   P.combos = window.slots() / P.width;
-  if (block <= 0) block = std::clamp<int64_t>((P.width + 15) / 16 * 16, 16, 64);
+  if (block <= 0) block = std::clamp<int64_t>((P.width + 15) / 16 * 16, 32, 64);
   P.block = std::min(block, P.S);
   P.key_row.assign(static_cast<size_t>(P.rows * P.combos), -1);
   P.query_row.assign(static_cast<size_t>(P.rows * P.combos), -1);
