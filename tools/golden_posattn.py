@@ -30,32 +30,12 @@ import argparse
 import json
 import math
 import os
-import struct
+import sys
 
 import torch
 
-
-def write_safetensors(path, tensors, metadata):
-    """Minimal safetensors writer (format: u64 header size, JSON header, raw little-endian data)."""
-    dtypes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        t = t.detach().contiguous().cpu()
-        data = t.numpy().tobytes()
-        header[name] = {"dtype": dtypes[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    raw += b" " * ((8 - len(raw) % 8) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(raw)))
-        f.write(raw)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_transformer import write_safetensors  # noqa: E402  (the one minimal writer)
 
 
 def relative_grid(structure):
