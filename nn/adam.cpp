@@ -1,5 +1,5 @@
-// Adam and AdamW: the fused CPU update, its composite twin, and the optimizer classes.
-// See adam.h for the formula.
+// Adam and AdamW: the fused update (a CPU loop here; on CUDA the kernel of tensor/cuda/adam.cu),
+// its composite twin, and the optimizer classes. See adam.h for the formula.
 #include "nn/adam.h"
 
 #include <algorithm>
@@ -7,6 +7,9 @@
 
 #include "tensor/cpu/parallel.h"
 #include "tensor/ops.h"
+#ifdef POSGRAD_HAVE_CUDA
+#include "tensor/cuda/runtime.h"
+#endif
 
 namespace posgrad {
 
@@ -105,7 +108,17 @@ void adam_update_fused(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, 
                        const AdamStepConfig& config) {
   const char* op = "adam_update_fused";
   check_adam_operands(param, grad, m, v, vmax, config, op);
-  if (!param.device().is_cpu()) fail("{}: CPU only, got {}", op, param.describe());
+  if (param.device().is_cuda()) {  // device dispatch: the same update as one CUDA kernel
+#ifdef POSGRAD_HAVE_CUDA
+    const AdamCoefficients k = coefficients(config);
+    cuda::adam_update(param, grad, m, v, vmax,
+                      {k.beta1, k.one_minus_beta1, k.beta2, k.one_minus_beta2, k.eps,
+                       k.weight_decay, k.decay, k.neg_step_size, k.bias2_sqrt, config.decoupled,
+                       !config.decoupled && config.weight_decay != 0.0, config.amsgrad});
+    return;
+#endif
+  }
+  if (!param.device().is_cpu()) fail("{}: CPU or CUDA tensors only, got {}", op, param.describe());
   auto contiguous = [&](const Tensor& t, const char* what) {
     if (!t.is_contiguous()) fail("{}: {} must be contiguous, got {}", op, what, t.describe());
   };
@@ -187,7 +200,7 @@ void Adam::update() {
     if (amsgrad_ && !s.vmax.defined()) s.vmax = Tensor::zeros_like(value);
     ++s.step;
     const AdamStepConfig config{lr_, beta1_, beta2_, eps_, weight_decay_, amsgrad_, decoupled_, s.step};
-    const bool fused = use_fused_ && value.device().is_cpu();
+    const bool fused = use_fused_ && (value.device().is_cpu() || value.device().is_cuda());
     // The fused loop needs a contiguous parameter: update a contiguous copy and write it back.
     Tensor target = (fused && !value.is_contiguous()) ? value.contiguous() : value;
     if (fused) adam_update_fused(target, grad, s.m, s.v, s.vmax, config);

@@ -9,8 +9,9 @@
 //   p <- p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 //
 // On the CPU the update is one fused elementwise loop per parameter (adam_update_fused: reads
-// p, g, m, v once, writes them once, no temporaries, OpenMP over chunks); elsewhere, and as its
-// composite twin in tests, the same formula runs as tensor ops (adam_update_composite).
+// p, g, m, v once, writes them once, no temporaries, OpenMP over chunks); on CUDA the same
+// function runs one fused kernel (tensor/cuda/adam.cu); as its composite twin in tests, the same
+// formula runs as tensor ops (adam_update_composite).
 // Arithmetic is in the parameter's dtype (float32 or float64), scalar coefficients are computed
 // in double and rounded once, like PyTorch.
 //
@@ -52,12 +53,12 @@ struct AdamStepConfig {
 };
 
 // The fused update, in place. `param`, `m`, `v` (and `vmax` when amsgrad) are contiguous CPU
-// tensors of one floating dtype and the same shape; `grad` may be strided (it is made
+// (or CUDA) tensors of one floating dtype and the same shape; `grad` may be strided (it is made
 // contiguous). Throws Error on shape/dtype/device mismatches.
 void adam_update_fused(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, Tensor& vmax,
                        const AdamStepConfig& config);
 // The composite twin: the same formula as tensor ops (any device), results copied into
-// `param`, `m`, `v` (and `vmax`). Allocates temporaries; used off the CPU and in tests.
+// `param`, `m`, `v` (and `vmax`). Allocates temporaries; used by set_use_fused(false) and tests.
 void adam_update_composite(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, Tensor& vmax,
                            const AdamStepConfig& config);
 

@@ -149,6 +149,7 @@ void add_(Tensor& dst, const Tensor& src) {
   check_defined(dst, "add_");
   check_defined(src, "add_");
   check_same_dtype(dst, src, "add_");
+  check_same_device(dst, src, "add_");
   if (!dst.is_contiguous()) fail("add_: destination must be contiguous, got {}", dst.describe());
   const Shape shape = broadcast_shapes(src.shape(), dst.shape(), "add_");
   if (shape != dst.shape()) fail("add_: {} does not broadcast to {}", src.describe(), dst.describe());
@@ -251,6 +252,7 @@ Tensor log_softmax(const Tensor& x, int64_t axis) {
 
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t axis, bool log) {
   if (y.shape() != dy.shape()) fail("softmax_backward: {} vs {}", y.describe(), dy.describe());
+  check_same_device(y, dy, "softmax_backward");
   axis = normalize_axis(axis, y.dim(), "softmax_backward");
   const int64_t last = y.dim() - 1;
   Tensor ym = (axis == last ? y : y.transpose(axis, last)).contiguous();
@@ -271,6 +273,8 @@ LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
   for (const Tensor* p : {&weight, &bias})
     if (p->defined() && (p->dim() != 1 || p->size(0) != D || p->dtype() != x.dtype()))
       fail("layer_norm: weight/bias must be {}[{}], got {}", dtype_name(x.dtype()), D, p->describe());
+  for (const Tensor* p : {&weight, &bias})
+    if (p->defined()) check_same_device(x, *p, "layer_norm");
   Tensor xm = x.contiguous();
   const int64_t rows = D ? xm.numel() / D : 0;
   Shape row_shape(x.shape().begin(), x.shape().end() - 1);
@@ -285,6 +289,8 @@ LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
 
 LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                    const Tensor& mean, const Tensor& rstd) {
+  for (const Tensor* t : {&dy, &weight, &mean, &rstd})
+    if (t->defined()) check_same_device(x, *t, "layer_norm_backward");
   const int64_t D = x.size(-1);
   const int64_t rows = D ? x.numel() / D : 0;
   LayerNormGrads g{Tensor::empty(x.shape(), x.dtype(), x.device()), Tensor(), Tensor()};
@@ -305,6 +311,7 @@ LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tens
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   check_defined(x, "index_select");
   check_dtype(index, kInt64, "index_select (index)");
+  check_same_device(x, index, "index_select");
   axis = normalize_axis(axis, x.dim(), "index_select");
   Tensor x3 = three_axis_view(x, axis);
   Tensor idx = index.contiguous().view({index.numel()});
@@ -318,6 +325,7 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
 
 Tensor index_add(const Shape& shape, int64_t axis, const Tensor& index, const Tensor& src) {
   check_dtype(index, kInt64, "index_add (index)");
+  check_same_device(src, index, "index_add");
   axis = normalize_axis(axis, static_cast<int64_t>(shape.size()), "index_add");
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= shape[i];
@@ -335,6 +343,7 @@ Tensor index_add(const Shape& shape, int64_t axis, const Tensor& index, const Te
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   check_defined(x, "gather");
   check_dtype(index, kInt64, "gather (index)");
+  check_same_device(x, index, "gather");
   axis = normalize_axis(axis, x.dim(), "gather");
   if (index.dim() != x.dim()) fail("gather: index {} must have the rank of {}", index.describe(), x.describe());
   for (int64_t i = 0; i < x.dim(); ++i)
@@ -349,6 +358,7 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
 
 Tensor scatter_add(const Shape& shape, int64_t axis, const Tensor& index, const Tensor& src) {
   check_dtype(index, kInt64, "scatter_add (index)");
+  check_same_device(src, index, "scatter_add");
   axis = normalize_axis(axis, static_cast<int64_t>(shape.size()), "scatter_add");
   if (index.shape() != src.shape())
     fail("scatter_add: index {} and source {} must have the same shape", index.describe(), src.describe());

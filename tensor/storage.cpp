@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "tensor/device.h"
+
 namespace posgrad {
 
 DeviceAllocator& cuda_allocator_hooks() {
@@ -17,9 +19,10 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
     data_ = rounded ? std::aligned_alloc(64, rounded) : nullptr;
     if (rounded && !data_) fail("out of host memory allocating {} bytes", nbytes);
   } else {
+    require_device(device);  // a clear Error without the CUDA backend, a GPU, or that index
     auto& hooks = cuda_allocator_hooks();
     if (!hooks.allocate)
-      fail("tensor on {} requested, but posgrad was built without the CUDA backend", device.str());
+      fail("tensor on {} requested, but the CUDA backend installed no allocator", device.str());
     data_ = nbytes ? hooks.allocate(nbytes, device.index) : nullptr;
   }
 }

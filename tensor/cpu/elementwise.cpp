@@ -7,6 +7,7 @@
 
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/strided_loop.h"
+#include "tensor/device.h"
 
 namespace posgrad {
 
@@ -25,6 +26,7 @@ void register_cuda_backend(Backend* backend) { g_cuda_backend = backend; }
 
 Backend& backend_for(Device device) {
   if (device.is_cpu()) return cpu_backend();
+  if (!g_cuda_backend) require_device(device);  // registers the CUDA backend, or a clear Error
   if (!g_cuda_backend)
     fail("{} requested, but posgrad was built without the CUDA backend (POSGRAD_CUDA=OFF or no "
          "toolkit found)", device.str());
