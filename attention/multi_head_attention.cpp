@@ -68,7 +68,10 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
   Variable v = split_heads(v_proj_->forward(x));
   for (const auto& hook : hooks_) hook->rotate(q, k, pos);
 
-  const ScoreLayout layout = layout_for(pos, masks.causal);
+  ScoreLayout layout = layout_for(pos, masks.causal);
+  // The window kernels are CPU code: on other devices the reference (dense) layout runs through
+  // that device's backend, with the same key range as a mask.
+  if (layout.is_window() && !x.value().device().is_cpu()) layout = ScoreLayout::dense(pos, layout.box());
   Logits logits{layout.key_dot(q, k) * (1.0 / std::sqrt(static_cast<double>(head_width_))), Variable()};
   for (const auto& hook : hooks_) {
     Logits terms = hook->score_terms(q, k, layout);
@@ -79,7 +82,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
   for (const auto& hook : hooks_) logits = hook->modulate(std::move(logits), layout);
   Variable scores = logits.total();  // [B, H, N, K]
 
-  Tensor blocked = layout.blocked(scores.dtype());
+  Tensor blocked = layout.blocked(scores.dtype(), scores.value().device());
   if (masks.key_padding.defined()) {
     if (masks.key_padding.shape() != Shape{B, N})
       fail("attention: key_padding mask must be [B, N] = [{}, {}], got {}", B, N, masks.key_padding.describe());

@@ -107,11 +107,11 @@ const Tensor& ScoreLayout::relative_index() const {
   return relative_index_;
 }
 
-Tensor ScoreLayout::blocked(DType dtype) const {
-  if (window_) return window_->blocked_mask(dtype);
+Tensor ScoreLayout::blocked(DType dtype, Device device) const {
+  if (window_) return window_->blocked_mask(dtype).to(device);
   if (!outside_box_.defined()) return Tensor();
   const int64_t N = queries();
-  return index_select(outside_box_, 0, relative_index_.reshape({N * N})).reshape({N, N}).to(dtype);
+  return index_select(outside_box_, 0, relative_index_.reshape({N * N})).reshape({N, N}).to(dtype).to(device);
 }
 
 Tensor ScoreLayout::key_padding_on_slots(const Tensor& key_padding, DType dtype) const {
@@ -122,7 +122,7 @@ Tensor ScoreLayout::key_padding_on_slots(const Tensor& key_padding, DType dtype)
   Tensor padded = ne(key_padding.to(dtype), Tensor::zeros({}, dtype));  // [B, N] 1/0
   if (!window_) return padded.reshape({B, 1, 1, N});
   // Slots outside the grid have key -1: read key 0 there (they are blocked anyway).
-  Tensor keys = maximum(key_index_, Tensor::zeros({}, DType::Int64)).reshape({N * slots_});
+  Tensor keys = maximum(key_index_, Tensor::zeros({}, DType::Int64)).reshape({N * slots_}).to(padded.device());
   return index_select(padded, 1, keys).reshape({B, 1, N, slots_});
 }
 
@@ -137,11 +137,11 @@ Variable ScoreLayout::gather_relative(const Variable& table) const {
   if (window_) {
     out_shape.push_back(1);
     out_shape.push_back(slots_);
-    return reshape(index_select(table, -1, rel), out_shape);
+    return reshape(index_select(table, -1, rel.to(table.value().device())), out_shape);
   }
   out_shape.push_back(N);
   out_shape.push_back(N);
-  return reshape(index_select(table, -1, rel.reshape({N * N})), out_shape);
+  return reshape(index_select(table, -1, rel.reshape({N * N}).to(table.value().device())), out_shape);
 }
 
 Variable ScoreLayout::query_relative(const Variable& q, const Variable& table) const {
@@ -153,13 +153,14 @@ Variable ScoreLayout::query_relative(const Variable& q, const Variable& table) c
   if (table.dim() != 3 || table.size(0) != H || table.size(1) != R || table.size(2) != Dh)
     fail("attention: relative table must be [H, R, Dh] = [{}, {}, {}], got {}", H, R, Dh, table.value().describe());
   if (window_) {
-    Variable slots = index_select(table, 1, rel);           // [H, W, Dh]
+    Variable slots = index_select(table, 1, rel.to(table.value().device()));  // [H, W, Dh]
     return matmul(q, transpose(slots, -1, -2));               // [B, H, N, W]
   }
   Variable per_entry = matmul(q, transpose(table, -1, -2));   // [B, H, N, R]
   // out[b, h, i, j] = per_entry[b, h, i, rel(i, j)]: one index_select over the flattened (i, r).
   Tensor flat = add(rel, mul(Tensor::arange(N).reshape({N, 1}), Tensor::full({}, static_cast<double>(R), DType::Int64)));
-  return reshape(index_select(reshape(per_entry, {B, H, N * R}), 2, flat.reshape({N * N})), {B, H, N, N});
+  return reshape(index_select(reshape(per_entry, {B, H, N * R}), 2, flat.reshape({N * N}).to(q.value().device())),
+                 {B, H, N, N});
 }
 
 Variable ScoreLayout::key_dot(const Variable& a, const Variable& k) const {

@@ -54,9 +54,10 @@ class ScoreLayout {
 
   // Relative-grid entry of each slot: int64 [N, K] (dense) or [K] (window). Grids only.
   const Tensor& relative_index() const;
-  // Slot blocked (outside the grid or the box): [N, K] in `dtype`, 1 = blocked; undefined when
-  // nothing is blocked.
-  Tensor blocked(DType dtype) const;
+  // Slot blocked (outside the grid or the box): [N, K] in `dtype` on `device`, 1 = blocked;
+  // undefined when nothing is blocked. (Index tables live on the CPU; every helper below moves
+  // what it needs to the device of its input, so the dense layout runs on any backend.)
+  Tensor blocked(DType dtype, Device device = kCPU) const;
   // Key-padding mask [B, N] (non-zero = padded key) moved onto the slots: [B, 1, N, K] or [B, 1, 1, N].
   Tensor key_padding_on_slots(const Tensor& key_padding, DType dtype) const;
 
