@@ -48,7 +48,8 @@ Logits T5Bias::score_terms(const Variable&, const Variable&, const ScoreLayout& 
   const Positions& pos = layout.positions();
   if (pos.is_tree() || pos.dims() != 1) fail("t5_bias: needs 1-D sequence positions, got {}", pos.describe());
   // One bucket per relative entry, then the table [buckets, H] becomes [H, R] ...
-  const Tensor bucket = Tensor::from_vector(buckets_of(pos.relative_offsets().to_vector<int64_t>()), {pos.relative_size()});
+  const Tensor bucket = Tensor::from_vector(buckets_of(pos.relative_offsets().to_vector<int64_t>()), {pos.relative_size()})
+                            .to(bias_.value().device());
   Variable per_entry = transpose(index_select(bias_, 0, bucket), 0, 1);  // [H, R]
   // ... which the layout puts on the score slots: [H, N, K] (dense) or [H, 1, K] (window).
   Logits terms;
