@@ -16,6 +16,7 @@ The model is written here in plain torch from the formulas of the posattn spec
       out    = softmax_j(A) v, heads merged, out_proj
   encoders:  siren         3-layer SIREN on the normalised grid (sin(omega z) after the first two)
              txl_baseline  interleaved sin/cos of indices 0..2N-2, width `hidden`, Linear(hidden, D)
+             transformer_xl  concatenated [sin | cos] of the distance i - j (width D), W_kR (no bias)
   pooling:   last token;  head: Linear(D, Ho) -> LayerNorm -> ReLU -> Linear(Ho, classes)
   loss:      cross-entropy (mean over the batch)
 
@@ -106,6 +107,23 @@ class Baseline(torch.nn.Module):
         return self.proj(s.to(self.proj.weight.dtype))
 
 
+class TxlStandard(torch.nn.Module):
+    """Standard Transformer-XL: concatenated [sin | cos] of the distance i - j (width D), then W_kR (no bias).
+    Entry r of the relative grid is the offset o = r - (N-1) = key - query, so the distance is -o."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.width = width
+        self.w_kr = torch.nn.Linear(width, width, bias=False)
+
+    def forward(self, structure):
+        (S,) = structure
+        distance = -(torch.arange(2 * S - 1, dtype=torch.float64) - (S - 1))[:, None]
+        k = torch.arange(self.width // 2, dtype=torch.float64)[None, :]
+        angle = distance * torch.pow(torch.tensor(10000.0, dtype=torch.float64), -2.0 * k / self.width)
+        return self.w_kr(torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1).to(self.w_kr.weight.dtype))
+
+
 class Model(torch.nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -134,6 +152,8 @@ class Model(torch.nn.Module):
             pe.v = torch.nn.Parameter(torch.empty(H, Dh).uniform_(-uv, uv))
             if cfg["positional"] == "siren":
                 pe.siren = Siren(n, cfg["pe_hidden"], D, cfg["pe_layers"], cfg["omega"])
+            elif cfg["positional"] == "transformer_xl":
+                pe.enc = TxlStandard(D)
             else:
                 pe.enc = Baseline(cfg["pe_hidden"], D)
             hooks.append(pe)
@@ -268,6 +288,9 @@ def main():
                 os.path.join(args.out, "posattn_siren2d_span.safetensors"))
     make_golden(dict(base, dims=1, positional="txl_baseline", span=False, sigmas=[]), 12,
                 os.path.join(args.out, "posattn_baseline.safetensors"))
+    # Standard Transformer-XL relative attention (u, v, W_kR, sinusoid of i - j) with the span.
+    make_golden(dict(base, dims=1, positional="transformer_xl", span=True, sigmas=[[0.3], [0.25]]), 13,
+                os.path.join(args.out, "posattn_txl_span.safetensors"))
 
 
 if __name__ == "__main__":
