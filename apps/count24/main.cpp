@@ -14,6 +14,7 @@
 #include "datasets/count24.h"
 #include "datasets/data_loader.h"
 #include "nn/adam.h"
+#include "tensor/device.h"
 #include "nn/checkpoint.h"
 #include "nn/sgd.h"
 
@@ -49,12 +50,12 @@ struct Evaluation {
   int64_t sequences_with_2s_or_4s = 0;
 };
 
-Evaluation evaluate(count24::Count24Model& model, const Count24& data) {
+Evaluation evaluate(count24::Count24Model& model, const Count24& data, Device device) {
   NoGradGuard no_grad;
   model.eval();
-  auto out = model.run(data.inputs);
+  auto out = model.run(data.inputs.to(device));
   Evaluation e;
-  e.loss = binary_cross_entropy(out.probability, data.labels).item();
+  e.loss = binary_cross_entropy(out.probability, data.labels.to(device)).item();
   const auto p = out.probability.value().to_vector<float>();
   const auto y = data.labels.to_vector<float>();
   const auto att = out.attention.value().to_vector<float>();
@@ -84,12 +85,12 @@ Evaluation evaluate(count24::Count24Model& model, const Count24& data) {
 }
 
 void draw_figure(count24::Count24Model& model, const Count24& data, int64_t rows, const std::vector<double>& steps,
-                 const std::vector<double>& losses, const std::filesystem::path& path, double accuracy) {
+                 const std::vector<double>& losses, const std::filesystem::path& path, double accuracy, Device device) {
   NoGradGuard no_grad;
   model.eval();
   rows = std::min(rows, data.size());
   const Tensor digits = data.inputs.narrow(0, 0, rows);
-  auto out = model.run(digits);
+  auto out = model.run(digits.to(device));
   const auto att = out.attention.value().to_vector<float>();
   const auto val = out.values.value().to_vector<float>();
   const auto d = digits.to_vector<int64_t>();
@@ -152,8 +153,14 @@ void run(const CommandLine& cl) {
   const Count24 train = make_count24(c.get<int64_t>("data.train_size"), seed);
   const Count24 test = make_count24(c.get<int64_t>("data.test_size"), seed + 1000003);  // fresh sequences
 
-  Generator gen(seed);
+  // The device: "cpu", "cuda" or "cuda:N". Asking for a GPU that is not there (or a CPU-only
+  // build) stops here with an error that says why, before any work.
+  const Device device = Device::parse(c.get<std::string>("device"));
+  if (!device.is_cpu()) require_device(device);
+
+  Generator gen(seed);  // parameters are initialised on the CPU (same numbers on every device)
   count24::Count24Model model(c.get<int64_t>("model.embedding_dim"), c.get<int64_t>("model.hidden"), gen);
+  model.to(device);
   auto opt = make_optimizer(c.get<std::string>("train.optimizer"), model.parameters(), lr);
   // prefetch 0: batches are an in-memory index_select, and a worker thread would compete with
   // the OpenMP threads on small machines.
@@ -163,8 +170,8 @@ void run(const CommandLine& cl) {
   if (!c.unused_keys().empty()) fail("config keys never used: {}", fmt::join(c.unused_keys(), ", "));
 
   RunDir run_dir = open_run_dir(cl);
-  fmt::print("count24: {} parameters, {} steps of batch {}, run folder {}\n", model.num_parameters(), steps, batch,
-             run_dir.path().string());
+  fmt::print("count24: {} parameters on {}, {} steps of batch {}, run folder {}\n", model.num_parameters(), device.str(),
+             steps, batch, run_dir.path().string());
   Progress progress(steps, "train");
   std::vector<double> loss_steps, losses;
   double window_loss = 0;
@@ -182,8 +189,8 @@ void run(const CommandLine& cl) {
   while (step < steps) {
     for (const Batch& b : loader.epoch(epoch)) {
       if (step >= steps) break;
-      auto out = model.run(b.input);
-      Variable loss = binary_cross_entropy(out.probability, b.target);
+      auto out = model.run(b.input.to(device));
+      Variable loss = binary_cross_entropy(out.probability, b.target.to(device));
       const double value = loss.item();
       if (!std::isfinite(value)) {
         save();
@@ -207,7 +214,7 @@ void run(const CommandLine& cl) {
         losses.push_back(mean_loss);
         nlohmann::json rec{{"step", step}, {"loss", mean_loss}, {"lr", lr}, {"time_s", run_dir.seconds_since_open()}};
         if (step % eval_every == 0 || step == steps) {
-          const Evaluation e = evaluate(model, test);
+          const Evaluation e = evaluate(model, test, device);
           rec["test_accuracy"] = e.accuracy;
           rec["test_loss"] = e.loss;
           rec["attention_on_2s_4s"] = e.attention_on_2s_4s;
@@ -223,9 +230,9 @@ void run(const CommandLine& cl) {
   }
   progress.finish();
 
-  const Evaluation e = evaluate(model, test);
+  const Evaluation e = evaluate(model, test, device);
   const auto figure = run_dir.figure_path("count24");
-  draw_figure(model, test, figure_rows, loss_steps, losses, figure, e.accuracy);
+  draw_figure(model, test, figure_rows, loss_steps, losses, figure, e.accuracy, device);
   nlohmann::json summary{{"test_accuracy", e.accuracy},
                          {"test_loss", e.loss},
                          {"attention_on_2s_4s", e.attention_on_2s_4s},
@@ -235,6 +242,7 @@ void run(const CommandLine& cl) {
                          {"skipped_nonfinite_steps", skipped},
                          {"final_train_loss", losses.empty() ? NAN : losses.back()},
                          {"parameters", model.num_parameters()},
+                         {"device", device.str()},
                          {"seconds", run_dir.seconds_since_open()},
                          {"figure", figure.filename().string()}};
   run_dir.write_summary(summary);

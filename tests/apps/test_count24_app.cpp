@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tensor/device.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -73,6 +74,28 @@ BOOST_AUTO_TEST_CASE(divergence_is_reported_not_hidden) {
   const std::string log = read_text(tmp.path / "log.txt");
   BOOST_TEST(rc != 0, log);
   BOOST_TEST((log.find("diverged") != std::string::npos || log.find("non-finite") != std::string::npos), log);
+}
+
+BOOST_AUTO_TEST_CASE(device_is_a_config_key) {
+  TempDir tmp;
+  fs::create_directories(tmp.path);
+  BOOST_TEST(run("--out " + (tmp.path / "e").string() + " -Ddevice=tpu", tmp.path / "log.txt") != 0);
+  BOOST_TEST(read_text(tmp.path / "log.txt").find("unknown device 'tpu'") != std::string::npos);
+  // cuda: trains on the GPU where there is one; elsewhere one clear line saying why not.
+  const int rc = run("--out " + (tmp.path / "f").string() + " -Ddevice=cuda -Dtrain.steps=200 -Ddata.train_size=20000",
+                     tmp.path / "log.txt");
+  const std::string log = read_text(tmp.path / "log.txt");
+  if (posgrad::cuda_available()) {
+    BOOST_REQUIRE_MESSAGE(rc == 0, "count24 on cuda failed:\n" << log);
+    const auto summary = nlohmann::json::parse(read_text(tmp.path / "f" / "summary.json"));
+    BOOST_TEST(summary["device"] == "cuda:0");
+    BOOST_TEST(double(summary["test_accuracy"]) >= 0.98);
+  } else {
+    BOOST_TEST(rc != 0, log);
+    BOOST_TEST((log.find("CUDA cannot be used") != std::string::npos ||
+                log.find("built without the CUDA backend") != std::string::npos),
+               log);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
