@@ -11,6 +11,7 @@
 #include "nn/adam.h"
 #include "nn/losses.h"
 #include "nn/safetensors.h"
+#include "tests/device_support.h"
 
 using namespace posgrad;
 namespace bdata = boost::unit_test::data;
@@ -30,7 +31,8 @@ double worst_error(const Tensor& ours, const Tensor& theirs, double atol, double
   return worst;
 }
 
-void expect_close(const std::string& what, const Tensor& ours, const Tensor& theirs, double atol, double rtol) {
+void expect_close(const std::string& what, const Tensor& ours_any_device, const Tensor& theirs, double atol, double rtol) {
+  const Tensor ours = ours_any_device.to(kCPU);
   std::string where = what;
   const double worst = worst_error(ours, theirs, atol, rtol, &where);
   BOOST_TEST_MESSAGE(fmt::format("  {:40s} max|diff| {:.3g}  (tolerance {:.0e} + {:.0e}|ref|)", what,
@@ -41,11 +43,9 @@ void expect_close(const std::string& what, const Tensor& ours, const Tensor& the
 
 const char* kGoldenFiles[] = {"transformer_prenorm_gelu.safetensors", "transformer_postnorm_relu.safetensors"};
 
-}  // namespace
-
-BOOST_AUTO_TEST_SUITE(golden_pytorch)
-
-BOOST_DATA_TEST_CASE(transformer_classifier_matches_pytorch, bdata::make(kGoldenFiles), file) {
+// Loads the golden weights, runs the model on `device` and compares everything (values come back
+// to the CPU for the comparison).
+void check_golden_transformer(const std::string& file, Device device) {
   const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/" + file);
   const auto cfg_json = nlohmann::json::parse(golden.metadata.at("config"));
 
@@ -68,12 +68,14 @@ BOOST_DATA_TEST_CASE(transformer_classifier_matches_pytorch, bdata::make(kGolden
     if (name.rfind("param.", 0) == 0) weights.emplace_back(name.substr(6), t);
   model.load_state_dict(weights, /*strict=*/true);
   BOOST_TEST(model.named_parameters().size() == weights.size());
+  model.to(device);
 
-  const Tensor tokens = golden.at("tokens"), pad = golden.at("pad_mask"), labels = golden.at("labels");
+  const Tensor tokens = golden.at("tokens").to(device), pad = golden.at("pad_mask").to(device),
+               labels = golden.at("labels").to(device);
   Variable logits = model.forward(tokens, pad);
   Variable loss = cross_entropy(logits, labels);
   loss.backward();
-  BOOST_TEST_MESSAGE(file);
+  BOOST_TEST_MESSAGE(file << " on " << device.str());
   expect_close("logits", logits.value(), golden.at("logits"), 1e-5, 1e-4);
   expect_close("loss", loss.value(), golden.at("loss"), 1e-6, 1e-5);
   for (const auto& [name, p] : model.named_parameters())
@@ -93,6 +95,23 @@ BOOST_DATA_TEST_CASE(transformer_classifier_matches_pytorch, bdata::make(kGolden
     losses.push_back(static_cast<float>(l.item()));
   }
   expect_close("adamw_losses (10 steps)", Tensor::from_vector(losses, {10}), golden.at("adamw_losses"), 1e-4, 1e-3);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(golden_pytorch)
+
+BOOST_DATA_TEST_CASE(transformer_classifier_matches_pytorch, bdata::make(kGoldenFiles), file) {
+  check_golden_transformer(file, kCPU);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The same golden files on the GPU (reported as skipped where there is none).
+BOOST_AUTO_TEST_SUITE(golden_pytorch_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
+
+BOOST_DATA_TEST_CASE(transformer_classifier_matches_pytorch_on_cuda, bdata::make(kGoldenFiles), file) {
+  check_golden_transformer(file, posgrad::test::kGPU);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

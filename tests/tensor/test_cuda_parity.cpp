@@ -16,6 +16,7 @@
 
 #include "posgrad.h"
 #include "tensor/device.h"
+#include "tests/device_support.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
@@ -23,16 +24,9 @@ using posgrad::test::throws_with;
 
 namespace {
 
-const Device kGPU{DeviceType::CUDA, 0};
+using posgrad::test::GpuPresent;
+using posgrad::test::kGPU;
 
-// Precondition: run only with a usable GPU; otherwise the case is skipped with the reason.
-struct GpuPresent {
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
-    boost::test_tools::assertion_result r(cuda_available());
-    if (!r) r.message() << "no usable GPU: " << cuda_unavailable_reason();
-    return r;
-  }
-};
 struct GpuAbsent {
   boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
     boost::test_tools::assertion_result r(!cuda_available());
