@@ -3,7 +3,10 @@
 // on the same number of threads. Prints both medians and the ratio.
 //
 // Usage: bench_transformer [--batch 32] [--tokens 256] [--width 128] [--heads 4] [--ff 512]
-//                          [--layers 4] [--reps 5] [--warmup 2] [--no-torch]
+//                          [--layers 4] [--reps 5] [--warmup 2] [--device cpu|cuda] [--no-torch]
+// On cuda each timed step ends with a device synchronisation (the twin times with CUDA events);
+// a GPU-sized run is e.g. --device cuda --batch 64 --tokens 512 --width 256 --heads 8 --ff 1024
+// --layers 6.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +17,7 @@
 #include "nn/adam.h"
 #include "nn/losses.h"
 #include "posgrad.h"
+#include "tensor/device.h"
 
 #ifdef POSGRAD_OPENMP
 #include <omp.h>
@@ -22,8 +26,9 @@
 using namespace posgrad;
 
 namespace {
-double run_torch(const std::map<std::string, int64_t>& a, int threads) {
-  std::string cmd = fmt::format("OMP_NUM_THREADS={} /usr/bin/python3 {}/bench/transformer_torch.py", threads, POSGRAD_SOURCE_DIR);
+double run_torch(const std::map<std::string, int64_t>& a, int threads, const Device& device) {
+  std::string cmd = fmt::format("OMP_NUM_THREADS={} /usr/bin/python3 {}/bench/transformer_torch.py --device {}", threads,
+                                POSGRAD_SOURCE_DIR, device.is_cpu() ? "cpu" : "cuda");
   for (const auto& [k, v] : a) cmd += fmt::format(" --{} {}", k, v);
   cmd += " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -42,9 +47,11 @@ int main(int argc, char** argv) try {
                                    {"ff", 512},   {"layers", 4},   {"reps", 5},    {"warmup", 2},
                                    {"classes", 10}, {"vocab", 256}};
   bool torch = true;
+  Device device = kCPU;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--no-torch") { torch = false; continue; }
+    if (arg == "--device" && i + 1 < argc) { device = Device::parse(argv[++i]); continue; }
     if (arg.rfind("--", 0) != 0 || i + 1 >= argc || !a.count(arg.substr(2)))
       fail("bench_transformer: unknown or incomplete argument '{}'", arg);
     a[arg.substr(2)] = std::stoll(argv[++i]);
@@ -53,6 +60,7 @@ int main(int argc, char** argv) try {
 #ifdef POSGRAD_OPENMP
   threads = omp_get_max_threads();
 #endif
+  if (!device.is_cpu()) require_device(device);  // a clear error without a GPU
   Generator gen(0);
   TransformerClassifierConfig cfg;
   cfg.vocab = a["vocab"];
@@ -63,18 +71,20 @@ int main(int argc, char** argv) try {
   cfg.block.heads = a["heads"];
   cfg.block.ff_width = a["ff"];
   TransformerClassifier model(cfg, gen);
+  model.to(device);
   AdamWOptions adamw;
   adamw.lr = 1e-3;
   AdamW opt(model.parameters(), adamw);
   Generator data_gen(1);
-  Tensor tokens = clamp(mul_scalar(uniform({a["batch"], a["tokens"]}, 0, 1, data_gen), double(a["vocab"])), 0, double(a["vocab"] - 1)).to(kInt64);
-  Tensor labels = clamp(mul_scalar(uniform({a["batch"]}, 0, 1, data_gen), double(a["classes"])), 0, double(a["classes"] - 1)).to(kInt64);
+  Tensor tokens = clamp(mul_scalar(uniform({a["batch"], a["tokens"]}, 0, 1, data_gen), double(a["vocab"])), 0, double(a["vocab"] - 1)).to(kInt64).to(device);
+  Tensor labels = clamp(mul_scalar(uniform({a["batch"]}, 0, 1, data_gen), double(a["classes"])), 0, double(a["classes"] - 1)).to(kInt64).to(device);
 
   auto step = [&] {
     opt.zero_grad();
     Variable loss = cross_entropy(model.forward(tokens), labels);
     loss.backward();
     opt.step();
+    if (!device.is_cpu()) synchronize(device);  // the step is done when the device is
   };
   for (int64_t i = 0; i < a["warmup"]; ++i) step();
   std::vector<double> runs;
@@ -85,12 +95,12 @@ int main(int argc, char** argv) try {
   }
   std::sort(runs.begin(), runs.end());
   const double ours = runs[runs.size() / 2];
-  fmt::print("transformer training step  B={} N={} D={} H={} ff={} L={}  threads={}\n", a["batch"], a["tokens"],
-             a["width"], a["heads"], a["ff"], a["layers"], threads);
+  fmt::print("transformer training step  B={} N={} D={} H={} ff={} L={}  device={} threads={}\n", a["batch"],
+             a["tokens"], a["width"], a["heads"], a["ff"], a["layers"], device.str(), threads);
   fmt::print("  posgrad median {:.1f} ms  (runs: {:.1f})\n", ours, fmt::join(runs, ", "));
   if (torch) {
     std::map<std::string, int64_t> ta = a;
-    const double theirs = run_torch(ta, threads);
+    const double theirs = run_torch(ta, threads, device);
     if (theirs < 0) {
       fmt::print("  PyTorch twin unavailable (needs /usr/bin/python3 with torch: scripts/install_deps.sh --bench)\n");
     } else {

@@ -101,7 +101,7 @@ class Classifier(torch.nn.Module):
 
     def forward(self, tokens, pad_mask):
         B, N = tokens.shape
-        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(N))[None]
+        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(N, device=tokens.device))[None]
         for b in self.blocks:
             if self.cfg["pre_norm"]:
                 x = x + self.attention(b.attn, b.norm1(x), pad_mask)
