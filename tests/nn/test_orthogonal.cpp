@@ -44,14 +44,14 @@ Tensor powers_by_products(const Tensor& w, int64_t size) {
 // Number of distinct "matmul" nodes in the graph behind v.
 int count_matmuls(const Variable& v) {
   std::set<const Node*> seen;
-  std::vector<const Node*> todo{v.grad_fn().get()};
+  std::vector<const Node*> pending{v.grad_fn().get()};
   int count = 0;
-  while (!todo.empty()) {
-    const Node* n = todo.back();
-    todo.pop_back();
+  while (!pending.empty()) {
+    const Node* n = pending.back();
+    pending.pop_back();
     if (n == nullptr || !seen.insert(n).second) continue;
     if (n->name == "matmul") ++count;
-    for (const auto& in : n->inputs) todo.push_back(in->grad_fn.get());
+    for (const auto& in : n->inputs) pending.push_back(in->grad_fn.get());
   }
   return count;
 }
