@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "tensor/error.h"
+#include "tensor/ops.h"
 
 namespace posgrad {
 
@@ -130,7 +131,8 @@ int64_t Positions::relative_index(const std::vector<int64_t>& offset) const {
   return index;
 }
 
-Tensor Positions::dense_relative_index() const {
+const Tensor& Positions::dense_relative_index() const {
+  if (cache_->dense_relative_index.defined()) return cache_->dense_relative_index;
   const auto& S = structure();
   const int64_t n = dims(), N = tokens_;
   const std::vector<int64_t> c = coordinates().to_vector<int64_t>();
@@ -145,7 +147,16 @@ Tensor Positions::dense_relative_index() const {
       }
       idx[static_cast<size_t>(i * N + j)] = index;
     }
-  return Tensor::from_vector(idx, {N, N});
+  cache_->dense_relative_index = Tensor::from_vector(idx, {N, N});
+  return cache_->dense_relative_index;
+}
+
+const Tensor& Positions::dense_row_relative_index() const {
+  if (cache_->dense_row_relative_index.defined()) return cache_->dense_row_relative_index;
+  const int64_t N = tokens_;
+  const Tensor row_start = mul(Tensor::arange(N).reshape({N, 1}), Tensor::full({}, static_cast<double>(relative_size()), kInt64));
+  cache_->dense_row_relative_index = add(dense_relative_index(), row_start);
+  return cache_->dense_row_relative_index;
 }
 
 const Tensor& Positions::heap() const {

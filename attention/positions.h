@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,12 @@ class Positions {
   // posattn reference does).
   Tensor normalised_relative_grid(DType dtype) const;
   int64_t relative_index(const std::vector<int64_t>& offset) const;
-  Tensor dense_relative_index() const;          // int64 [N, N]: relative entry of (key j - query i)
+  // int64 [N, N]: relative entry of (key j - query i). Built on first use and shared by every copy
+  // of this Positions, so all layers of a forward reuse one table (first use from one thread).
+  const Tensor& dense_relative_index() const;
+  // int64 [N, N]: i * R + dense_relative_index[i, j], the element of a row-major [N, R] table that
+  // query i reads for key j (cached like dense_relative_index).
+  const Tensor& dense_row_relative_index() const;
 
   // ---- trees
   const Tensor& heap() const;                   // int64 [N] or [B, N]
@@ -68,6 +74,10 @@ class Positions {
   std::vector<int64_t> structure_;
   Tensor heap_;
   int64_t branching_ = 0, max_depth_ = 0;
+  struct Cache {
+    Tensor dense_relative_index, dense_row_relative_index;
+  };
+  std::shared_ptr<Cache> cache_ = std::make_shared<Cache>();
 };
 
 }  // namespace posgrad

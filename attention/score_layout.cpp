@@ -158,7 +158,7 @@ Variable ScoreLayout::query_relative(const Variable& q, const Variable& table) c
   }
   Variable per_entry = matmul(q, transpose(table, -1, -2));   // [B, H, N, R]
   // out[b, h, i, j] = per_entry[b, h, i, rel(i, j)]: one index_select over the flattened (i, r).
-  Tensor flat = add(rel, mul(Tensor::arange(N).reshape({N, 1}), Tensor::full({}, static_cast<double>(R), DType::Int64)));
+  const Tensor& flat = positions_.dense_row_relative_index();
   return reshape(index_select(reshape(per_entry, {B, H, N * R}), 2, flat.reshape({N * N}).to(q.value().device())),
                  {B, H, N, N});
 }
