@@ -11,9 +11,13 @@
 #include "nn/adam.h"
 #include "posgrad.h"
 #include "tests/module_gradcheck.h"
+#include "tests/attention_paths.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
+using posgrad::test::check_runs_agree;
+using posgrad::test::PathRun;
+using posgrad::test::run_path;
 using posgrad::test::check_error;
 using posgrad::test::check_module_gradients;
 
@@ -41,22 +45,6 @@ std::shared_ptr<AdaptiveSpan> make_span(std::map<std::string, std::string> optio
 double spec_mask(double c, double S, double ramp, int64_t d) {
   if (d < 1 || d > S) return 0.0;
   return std::clamp((ramp + c * S - static_cast<double>(d - 1)) / ramp, 0.0, 1.0);
-}
-
-struct PathRun {
-  Tensor out, dx;
-  std::vector<Tensor> grads;
-};
-
-PathRun run_path(MultiHeadAttention& mha, AttentionPath path, const Tensor& x, const Tensor& weights) {
-  mha.set_path(path);
-  mha.zero_grad();
-  Variable xv(x, true);
-  Variable out = mha.forward(xv);
-  sum(out * Variable(weights)).backward();
-  PathRun r{out.value(), xv.grad(), {}};
-  for (auto& p : mha.parameters()) r.grads.push_back(p.grad());
-  return r;
 }
 
 // The same modulator without trimming: its key range is the whole causal past (up to S).
@@ -191,18 +179,13 @@ BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree) {
   MultiHeadAttention mha(D, H, gen, {span});
   mha.to(kFloat64);
   Tensor x = normal({2, N, D}, 0, 1, gen, kFloat64), w = normal({2, N, D}, 0, 1, gen, kFloat64);
-  PathRun ref = run_path(mha, AttentionPath::Reference, x, w);
-  PathRun fast = run_path(mha, AttentionPath::Fast, x, w);
+  auto forward = [&](const Variable& xv) { return mha.forward(xv); };
+  PathRun ref = run_path(mha, AttentionPath::Reference, x, w, forward);
+  PathRun fast = run_path(mha, AttentionPath::Fast, x, w, forward);
   const ScoreLayout layout = mha.layout_for(Positions::sequence(N), false);
   BOOST_TEST(layout.is_window());
   BOOST_TEST(layout.slots() == 10);  // the window costs O(N (max span + R)), not O(N^2)
-  const double tol = 1e-12;
-  BOOST_TEST(max_abs_diff(ref.out, fast.out) < tol, "output differs by " << max_abs_diff(ref.out, fast.out));
-  BOOST_TEST(max_abs_diff(ref.dx, fast.dx) < tol, "dx differs by " << max_abs_diff(ref.dx, fast.dx));
-  auto names = mha.named_parameters();
-  for (size_t i = 0; i < ref.grads.size(); ++i)
-    BOOST_TEST(max_abs_diff(ref.grads[i], fast.grads[i]) < tol,
-               names[i].first << " gradient differs by " << max_abs_diff(ref.grads[i], fast.grads[i]));
+  check_runs_agree(mha, ref, fast, 1e-12);
   // The first token has no key at distance >= 1: its attention output is zero (out = out_proj bias).
   Tensor bias = mha.parameter("out_proj.bias").value();
   BOOST_TEST(max_abs_diff(fast.out.select(0, 0).select(0, 0), bias) < 1e-15);

@@ -18,9 +18,13 @@
 #include "nn/safetensors.h"
 #include "posgrad.h"
 #include "tests/module_gradcheck.h"
+#include "tests/attention_paths.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
+using posgrad::test::check_runs_agree;
+using posgrad::test::PathRun;
+using posgrad::test::run_path;
 using posgrad::test::check_error;
 using posgrad::test::check_module_gradients;
 namespace bdata = boost::unit_test::data;
@@ -552,29 +556,11 @@ BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree) {
     const Tensor x = normal({2, N, D}, 0, 1, gen, kFloat64), w = normal({2, N, D}, 0, 1, gen, kFloat64);
     AttentionMasks masks;
     masks.causal = s.causal;
-    struct Run {
-      Tensor out, dx;
-      std::vector<Tensor> grads;
-    };
-    auto run = [&](AttentionPath path) {
-      mha.set_path(path);
-      mha.zero_grad();
-      Variable xv(x, true);
-      Variable out = mha.forward(xv, masks, &s.pos);
-      sum(out * Variable(w)).backward();
-      Run r{out.value(), xv.grad(), {}};
-      for (auto& p : mha.parameters()) r.grads.push_back(p.grad());
-      return r;
-    };
-    const Run ref = run(AttentionPath::Reference);
-    const Run fast = run(AttentionPath::Fast);
+    auto forward = [&](const Variable& xv) { return mha.forward(xv, masks, &s.pos); };
+    const PathRun ref = run_path(mha, AttentionPath::Reference, x, w, forward);
+    const PathRun fast = run_path(mha, AttentionPath::Fast, x, w, forward);
     BOOST_TEST(mha.layout_for(s.pos, s.causal).is_window());
-    BOOST_TEST(max_abs_diff(ref.out, fast.out) < 1e-12, s.name << ": output differs by " << max_abs_diff(ref.out, fast.out));
-    BOOST_TEST(max_abs_diff(ref.dx, fast.dx) < 1e-12, s.name << ": dx differs by " << max_abs_diff(ref.dx, fast.dx));
-    const auto names = mha.named_parameters();
-    for (size_t i = 0; i < ref.grads.size(); ++i)
-      BOOST_TEST(max_abs_diff(ref.grads[i], fast.grads[i]) < 1e-12,
-                 s.name << " " << names[i].first << " gradient differs by " << max_abs_diff(ref.grads[i], fast.grads[i]));
+    check_runs_agree(mha, ref, fast, 1e-12, s.name);
   }
 }
 

@@ -9,10 +9,14 @@
 #include "attention/registry.h"
 #include "posgrad.h"
 #include "tests/module_gradcheck.h"
+#include "tests/attention_paths.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
 using posgrad::test::check_error;
+using posgrad::test::check_runs_agree;
+using posgrad::test::PathRun;
+using posgrad::test::run_path;
 using posgrad::test::check_module_gradients;
 using posgrad::test::throws_with;
 
@@ -54,23 +58,6 @@ class ProbeHook : public AttentionHook {
   Variable u_, bias_, table_, gain_, keep_;
 };
 
-struct PathRun {
-  Tensor out, dx;
-  std::vector<Tensor> grads;
-};
-
-PathRun run_path(MultiHeadAttention& mha, AttentionPath path, const Tensor& x, const Positions& pos,
-                 const AttentionMasks& masks, const Tensor& weights) {
-  mha.set_path(path);
-  mha.zero_grad();
-  Variable xv(x, true);
-  Variable out = mha.forward(xv, masks, &pos);
-  sum(out * Variable(weights)).backward();
-  PathRun r{out.value(), xv.grad(), {}};
-  for (auto& p : mha.parameters()) r.grads.push_back(p.grad());
-  return r;
-}
-
 void check_paths_agree(const Positions& pos, const OffsetBox& box, bool causal, bool padding, DType dtype, double tol) {
   Generator gen(7);
   const int64_t D = 8, H = 2, B = 2, N = pos.tokens();
@@ -86,16 +73,12 @@ void check_paths_agree(const Positions& pos, const OffsetBox& box, bool causal, 
     pad.select(0, 1).narrow(0, N - 2, 2).fill_(1.0);
     masks.key_padding = pad;
   }
-  PathRun ref = run_path(mha, AttentionPath::Reference, x, pos, masks, w);
+  auto forward = [&](const Variable& xv) { return mha.forward(xv, masks, &pos); };
+  PathRun ref = run_path(mha, AttentionPath::Reference, x, w, forward);
   BOOST_TEST(!mha.layout_for(pos, causal).is_window());
-  PathRun fast = run_path(mha, AttentionPath::Fast, x, pos, masks, w);
+  PathRun fast = run_path(mha, AttentionPath::Fast, x, w, forward);
   BOOST_TEST(mha.layout_for(pos, causal).is_window());
-  BOOST_TEST(max_abs_diff(ref.out, fast.out) < tol, "output differs by " << max_abs_diff(ref.out, fast.out));
-  BOOST_TEST(max_abs_diff(ref.dx, fast.dx) < tol, "dx differs by " << max_abs_diff(ref.dx, fast.dx));
-  auto names = mha.named_parameters();
-  for (size_t i = 0; i < ref.grads.size(); ++i)
-    BOOST_TEST(max_abs_diff(ref.grads[i], fast.grads[i]) < tol,
-               names[i].first << " gradient differs by " << max_abs_diff(ref.grads[i], fast.grads[i]));
+  check_runs_agree(mha, ref, fast, tol);
 }
 
 }  // namespace

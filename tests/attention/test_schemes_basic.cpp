@@ -19,9 +19,13 @@
 #include "nn/safetensors.h"
 #include "posgrad.h"
 #include "tests/module_gradcheck.h"
+#include "tests/attention_paths.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
+using posgrad::test::check_runs_agree;
+using posgrad::test::PathRun;
+using posgrad::test::run_path;
 using posgrad::test::check_error;
 using posgrad::test::check_module_gradients;
 namespace bdata = boost::unit_test::data;
@@ -64,23 +68,6 @@ const SchemeCase kRelativeCases[] = {
     {"shaw_per_head", "shaw", {{"window", "2"}, {"per_head", "true"}}},
     {"alibi", "alibi", {}},
 };
-
-struct PathRun {
-  Tensor out, dx;
-  std::vector<Tensor> grads;
-};
-
-PathRun run_path(MultiHeadAttention& mha, AttentionPath path, const Tensor& x, const Positions& pos, bool causal,
-                 const Tensor& weights) {
-  mha.set_path(path);
-  mha.zero_grad();
-  Variable xv(x, true);
-  Variable out = run_layer(mha, xv, pos, causal);
-  sum(out * Variable(weights)).backward();
-  PathRun r{out.value(), xv.grad(), {}};
-  for (auto& p : mha.parameters()) r.grads.push_back(p.grad().defined() ? p.grad() : Tensor::zeros_like(p.value()));
-  return r;
-}
 
 // |ours - theirs| / (atol + rtol |theirs|), worst over the elements (<= 1 passes).
 void expect_close(const std::string& what, const Tensor& ours, const Tensor& theirs, double atol, double rtol,
@@ -159,18 +146,14 @@ BOOST_DATA_TEST_CASE(reference_and_fast_paths_agree_with_causal_mask, bdata::mak
     mha.to(dtype);
     const Positions pos = Positions::sequence(N);
     Tensor x = normal({2, N, D}, 0, 1, gen, dtype), w = normal({2, N, D}, 0, 1, gen, dtype);
-    PathRun ref = run_path(mha, AttentionPath::Reference, x, pos, true, w);
+    auto forward = [&](const Variable& xv) { return run_layer(mha, xv, pos, true); };
+    PathRun ref = run_path(mha, AttentionPath::Reference, x, w, forward);
     BOOST_TEST(!mha.layout_for(pos, true).is_window());
-    PathRun fast = run_path(mha, AttentionPath::Fast, x, pos, true, w);
+    PathRun fast = run_path(mha, AttentionPath::Fast, x, w, forward);
     BOOST_TEST(mha.layout_for(pos, true).is_window());
     const double tol = dtype == kFloat64 ? 1e-12 : 1e-4;
     BOOST_TEST_MESSAGE(c.label << " " << dtype_name(dtype) << ": output max |ref - fast| " << max_abs_diff(ref.out, fast.out));
-    BOOST_TEST(max_abs_diff(ref.out, fast.out) < tol, "output differs by " << max_abs_diff(ref.out, fast.out));
-    BOOST_TEST(max_abs_diff(ref.dx, fast.dx) < tol, "dx differs by " << max_abs_diff(ref.dx, fast.dx));
-    auto names = mha.named_parameters();
-    for (size_t i = 0; i < ref.grads.size(); ++i)
-      BOOST_TEST(max_abs_diff(ref.grads[i], fast.grads[i]) < tol,
-                 names[i].first << " gradient differs by " << max_abs_diff(ref.grads[i], fast.grads[i]));
+    check_runs_agree(mha, ref, fast, tol);
   }
 }
 
