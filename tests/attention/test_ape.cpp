@@ -19,6 +19,7 @@
 #include "posgrad.h"
 #include "tests/module_gradcheck.h"
 #include "tests/attention_paths.h"
+#include "tests/golden_compare.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
@@ -592,17 +593,6 @@ const GoldenCase kGolden[] = {
     {"ape_tree_released", kFloat32, AttentionPath::Reference, 2e-5, 1e-3},
 };
 
-// Worst |ours - theirs| / (atol + rtol |theirs|) over the elements (NaN counts as infinite).
-double excess(const Tensor& ours, const Tensor& theirs, double atol, double rtol) {
-  const auto a = ours.to_vector<double>(), b = theirs.to_vector<double>();
-  double worst = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double r = std::abs(a[i] - b[i]) / (atol + rtol * std::abs(b[i]));
-    worst = std::max(worst, std::isnan(r) ? INFINITY : r);
-  }
-  return worst;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(golden_ape)
@@ -642,7 +632,7 @@ BOOST_DATA_TEST_CASE(ape_layer_matches_pytorch, bdata::make(kGolden), c) {
   std::string worst_name;
   auto check = [&](const std::string& what, const Tensor& ours, const Tensor& theirs, double atol, double rtol) {
     BOOST_REQUIRE_MESSAGE(ours.defined() && ours.shape() == theirs.shape(), what << ": shape mismatch");
-    const double diff = max_abs_diff(ours.to(kFloat64), theirs.to(kFloat64)), ratio = excess(ours, theirs, atol, rtol);
+    const double diff = max_abs_diff(ours.to(kFloat64), theirs.to(kFloat64)), ratio = posgrad::test::compare_close(ours, theirs, atol, rtol).ratio;
     BOOST_TEST_MESSAGE(fmt::format("  {:38s} max|diff| {:.3g}", what, diff));
     BOOST_TEST(ratio <= 1.0, what << ": max |diff| " << diff << " exceeds " << atol << " + " << rtol << " |ref|");
     if (diff > worst_abs) worst_abs = diff, worst_name = what;

@@ -12,34 +12,14 @@
 #include "nn/losses.h"
 #include "nn/safetensors.h"
 #include "tests/device_support.h"
+#include "tests/golden_compare.h"
 
 using namespace posgrad;
 namespace bdata = boost::unit_test::data;
 
 namespace {
 
-// |ours - theirs| <= atol + rtol * |theirs| elementwise; returns the worst excess ratio.
-double worst_error(const Tensor& ours, const Tensor& theirs, double atol, double rtol, std::string* where) {
-  BOOST_REQUIRE_MESSAGE(ours.shape() == theirs.shape(), *where << ": shape " << shape_str(ours.shape())
-                                                                 << " vs " << shape_str(theirs.shape()));
-  const auto a = ours.to_vector<double>(), b = theirs.to_vector<double>();
-  double worst = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double ratio = std::abs(a[i] - b[i]) / (atol + rtol * std::abs(b[i]));
-    worst = std::max(worst, std::isnan(ratio) ? INFINITY : ratio);
-  }
-  return worst;
-}
-
-void expect_close(const std::string& what, const Tensor& ours_any_device, const Tensor& theirs, double atol, double rtol) {
-  const Tensor ours = ours_any_device.to(kCPU);
-  std::string where = what;
-  const double worst = worst_error(ours, theirs, atol, rtol, &where);
-  BOOST_TEST_MESSAGE(fmt::format("  {:40s} max|diff| {:.3g}  (tolerance {:.0e} + {:.0e}|ref|)", what,
-                                 max_abs_diff(ours, theirs), atol, rtol));
-  BOOST_TEST(worst <= 1.0, what << ": max |diff| " << max_abs_diff(ours, theirs) << " exceeds atol " << atol
-                                << " + rtol " << rtol << " * |ref|");
-}
+using posgrad::test::expect_close;
 
 const char* kGoldenFiles[] = {"transformer_prenorm_gelu.safetensors", "transformer_postnorm_relu.safetensors"};
 

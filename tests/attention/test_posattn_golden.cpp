@@ -13,6 +13,7 @@
 #include "nn/adam.h"
 #include "nn/losses.h"
 #include "nn/safetensors.h"
+#include "tests/golden_compare.h"
 
 using namespace posgrad;
 namespace bdata = boost::unit_test::data;
@@ -29,19 +30,9 @@ struct Run {
   Tolerance value, grad, loss;
 };
 
-// Returns max |ours - ref| / (atol + rtol |ref|) and checks it is <= 1.
+// Checks max |ours - ref| / (atol + rtol |ref|) <= 1; returns max |ours - ref|.
 double expect_close(const std::string& what, const Tensor& ours, const Tensor& ref, Tolerance tol) {
-  BOOST_REQUIRE_MESSAGE(ours.shape() == ref.shape(), what << ": shape " << shape_str(ours.shape()) << " vs " << shape_str(ref.shape()));
-  const auto a = ours.to_vector<double>(), b = ref.to_vector<double>();
-  double worst = 0.0, worst_abs = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::abs(a[i] - b[i]);
-    const double ratio = d / (tol.atol + tol.rtol * std::abs(b[i]));
-    worst = std::max(worst, std::isnan(ratio) ? INFINITY : ratio);
-    worst_abs = std::max(worst_abs, std::isnan(d) ? INFINITY : d);
-  }
-  BOOST_TEST(worst <= 1.0, what << ": max |diff| " << worst_abs << " exceeds atol " << tol.atol << " + rtol " << tol.rtol << " |ref|");
-  return worst_abs;
+  return posgrad::test::expect_close(what, ours, ref, tol.atol, tol.rtol);
 }
 
 PosattnClassifierConfig config_from(const nlohmann::json& j) {
