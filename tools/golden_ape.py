@@ -29,7 +29,6 @@ every parameter (param.<name>), output, loss, grad.input, every parameter gradie
 
 Usage: /usr/bin/python3 tools/golden_ape.py [--out tests/golden]
 """
-import argparse
 import json
 import math
 import os
@@ -38,7 +37,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_transformer import write_safetensors  # noqa: E402  (the one minimal writer)
+from golden_transformer import golden_out_dir, write_safetensors  # noqa: E402  (the one minimal writer)
 
 
 # ------------------------------------------------------------------ tree words and distances
@@ -218,11 +217,7 @@ def make_golden(cfg, seed, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    torch.set_num_threads(1)
+    out = golden_out_dir(__doc__.split("\n")[0])
     torch.set_default_dtype(torch.float64)
     base = dict(width=16, heads=2, batch=2, decay=0.9, lr=1e-2, weight_decay=0.01, causal=False)
     tree_heap = [[1, 2, 3, 4, 5, 6, 7], [0, 1, 3, 6, 7, 14, 13]]
@@ -238,7 +233,7 @@ def main():
                                        "decay_distance": "released", "shared_heads": "true"}),
     }
     for seed, (name, cfg) in enumerate(cases.items()):
-        make_golden(cfg, 10 + seed, os.path.join(args.out, f"ape_{name}.safetensors"))
+        make_golden(cfg, 10 + seed, os.path.join(out, f"ape_{name}.safetensors"))
 
 
 if __name__ == "__main__":

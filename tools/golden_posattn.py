@@ -27,7 +27,6 @@ Dropout is 0 (masks cannot match across frameworks).
 
 Usage: /usr/bin/python3 tools/golden_posattn.py [--out tests/golden]
 """
-import argparse
 import json
 import math
 import os
@@ -36,7 +35,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_transformer import write_safetensors  # noqa: E402  (the one minimal writer)
+from golden_transformer import golden_out_dir, write_safetensors  # noqa: E402  (the one minimal writer)
 
 
 def relative_grid(structure):
@@ -273,24 +272,20 @@ def make_golden(cfg, seed, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    torch.set_num_threads(1)
+    out = golden_out_dir(__doc__.split("\n")[0])
     base = dict(input_dim=3, image=[8, 8], width=16, heads=2, layers=2, ff=32, out_hidden=16, classes=10,
                 batch=4, lr=1e-2, pe_hidden=16, pe_layers=3, omega=10.0, threshold=0.1)
     # 1-D: N = 64, half = ceil(2.146 * sigma * 63): 41 (sigma 0.3) and 34 (0.25).
     make_golden(dict(base, dims=1, positional="siren", span=True, sigmas=[[0.3], [0.25]]), 10,
-                os.path.join(args.out, "posattn_siren1d_span.safetensors"))
+                os.path.join(out, "posattn_siren1d_span.safetensors"))
     # 2-D 8x8: half = ceil(2.146 * sigma * 7): 5 (0.3), 4 (0.22), 4 (0.25), 3 (0.2).
     make_golden(dict(base, dims=2, positional="siren", span=True, sigmas=[[0.3, 0.22], [0.25, 0.2]]), 11,
-                os.path.join(args.out, "posattn_siren2d_span.safetensors"))
+                os.path.join(out, "posattn_siren2d_span.safetensors"))
     make_golden(dict(base, dims=1, positional="txl_baseline", span=False, sigmas=[]), 12,
-                os.path.join(args.out, "posattn_baseline.safetensors"))
+                os.path.join(out, "posattn_baseline.safetensors"))
     # Standard Transformer-XL relative attention (u, v, W_kR, sinusoid of i - j) with the span.
     make_golden(dict(base, dims=1, positional="transformer_xl", span=True, sigmas=[[0.3], [0.25]]), 13,
-                os.path.join(args.out, "posattn_txl_span.safetensors"))
+                os.path.join(out, "posattn_txl_span.safetensors"))
 
 
 if __name__ == "__main__":

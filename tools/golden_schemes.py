@@ -28,7 +28,6 @@ also holds exact_trim.out, the output with keys past ceil(max z) + R removed bef
 
 Usage: /usr/bin/python3 tools/golden_schemes.py [--out tests/golden]
 """
-import argparse
 import json
 import math
 import os
@@ -37,7 +36,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_transformer import write_safetensors  # noqa: E402  (the same minimal writer)
+from golden_transformer import golden_out_dir, write_safetensors  # noqa: E402  (the same minimal writer)
 
 D, H, N, B = 16, 2, 7, 2
 DH = D // H
@@ -248,13 +247,9 @@ def make_golden(index, name, scheme, options, causal, make_hook, out_dir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    torch.set_num_threads(1)
+    out = golden_out_dir(__doc__.split("\n")[0])
     for index, (name, scheme, options, causal, make_hook) in enumerate(cases()):
-        make_golden(index, name, scheme, options, causal, make_hook, args.out)
+        make_golden(index, name, scheme, options, causal, make_hook, out)
 
 
 if __name__ == "__main__":

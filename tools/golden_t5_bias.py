@@ -13,7 +13,6 @@ The file holds x, target, every parameter (param.<name>, posgrad's names), out, 
 gradient (grad.<name>, grad.input), the bucket matrix (buckets, int64 [N, N]) and the losses of
 3 Adam steps (adam_losses). Usage: /usr/bin/python3 tools/golden_t5_bias.py [--out tests/golden]
 """
-import argparse
 import json
 import math
 import os
@@ -22,7 +21,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_transformer import write_safetensors  # noqa: E402
+from golden_transformer import golden_out_dir, write_safetensors  # noqa: E402
 
 D, H, N, B = 8, 2, 12, 2
 BUCKETS, MAX_DISTANCE = 8, 10
@@ -43,9 +42,7 @@ def t5_bucket(offset, buckets, max_distance):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
-    out_dir = ap.parse_args().out
+    out_dir = golden_out_dir(__doc__.split("\n")[0])
     torch.manual_seed(5)
     dh = D // H
     lin = {name: torch.nn.Linear(D, D).double() for name in ("q_proj", "k_proj", "v_proj", "out_proj")}

@@ -51,6 +51,17 @@ def write_safetensors(path, tensors, metadata):
     os.replace(tmp, path)
 
 
+def golden_out_dir(description):
+    """The command line every golden script shares: --out DIR (default tests/golden), created;
+    torch runs on one thread so the files do not depend on the machine's thread count."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
+    out = parser.parse_args().out
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(1)
+    return out
+
+
 class Classifier(torch.nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -155,17 +166,13 @@ def make_golden(cfg, seed, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    torch.set_num_threads(1)
+    out = golden_out_dir(__doc__.split("\n")[0])
     base = dict(vocab=11, tokens=8, width=16, heads=4, ff=32, layers=2, classes=3, batch=5,
                 lr=1e-2, weight_decay=0.01)
     make_golden(dict(base, pre_norm=True, activation="gelu"), 0,
-                os.path.join(args.out, "transformer_prenorm_gelu.safetensors"))
+                os.path.join(out, "transformer_prenorm_gelu.safetensors"))
     make_golden(dict(base, pre_norm=False, activation="relu"), 1,
-                os.path.join(args.out, "transformer_postnorm_relu.safetensors"))
+                os.path.join(out, "transformer_postnorm_relu.safetensors"))
 
 
 if __name__ == "__main__":
