@@ -1,18 +1,13 @@
 // Model-level helpers over attention hooks (see attention_hook.h).
 #include "attention/attention_hook.h"
 
-#include <set>
-
 namespace posgrad {
 
 std::vector<AttentionHook*> attention_hooks(const Module& model) {
   std::vector<AttentionHook*> hooks;
-  std::set<const Module*> seen;
-  for (const auto& [name, module] : model.named_modules()) {
-    if (!seen.insert(module).second) continue;
+  for (const auto& [name, module] : model.named_modules())  // each module once, shared ones too
     // named_modules gives const pointers; the hooks belong to the (non-const) model's tree.
     if (auto* hook = dynamic_cast<AttentionHook*>(const_cast<Module*>(module))) hooks.push_back(hook);
-  }
   return hooks;
 }
 

@@ -36,7 +36,7 @@ Variable MultiHeadAttention::split_heads(const Variable& x) const {
   return permute(reshape(x, {B, N, heads_, head_width_}), {0, 2, 1, 3});
 }
 
-ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool causal) const {
+ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool causal, Device device) const {
   std::optional<OffsetBox> box;
   auto narrow_to = [&](const OffsetBox& b) { box = box ? box->intersect(b) : b; };
   for (const auto& hook : hooks_)
@@ -48,8 +48,8 @@ ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool caus
   }
   if (box && !positions.is_tree()) {
     const OffsetBox clipped = box->intersect(OffsetBox::full(positions));
-    const bool use_window = path_ == AttentionPath::Fast ||
-                            (path_ == AttentionPath::Auto && 2 * clipped.volume() <= positions.tokens());
+    const bool use_window = device.is_cpu() && (path_ == AttentionPath::Fast ||
+                                                (path_ == AttentionPath::Auto && 2 * clipped.volume() <= positions.tokens()));
     if (use_window) return ScoreLayout::window(positions, clipped);
   }
   return ScoreLayout::dense(positions, box);
@@ -68,10 +68,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
   Variable v = split_heads(v_proj_->forward(x));
   for (const auto& hook : hooks_) hook->rotate(q, k, pos);
 
-  ScoreLayout layout = layout_for(pos, masks.causal);
-  // The window kernels are CPU code: on other devices the reference (dense) layout runs through
-  // that device's backend, with the same key range as a mask.
-  if (layout.is_window() && !x.value().device().is_cpu()) layout = ScoreLayout::dense(pos, layout.box());
+  const ScoreLayout layout = layout_for(pos, masks.causal, x.value().device());
   Logits logits{layout.key_dot(q, k) * (1.0 / std::sqrt(static_cast<double>(head_width_))), Variable()};
   for (const auto& hook : hooks_) {
     Logits terms = hook->score_terms(q, k, layout);

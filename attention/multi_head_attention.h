@@ -49,8 +49,10 @@ class MultiHeadAttention : public Module {
   AttentionPath path() const { return path_; }
   // Every hook in pipeline order: the shared ones first, then the layer's own.
   const std::vector<std::shared_ptr<AttentionHook>>& hooks() const { return hooks_; }
-  // The layout a forward at `positions` uses (with or without the causal box).
-  ScoreLayout layout_for(const Positions& positions, bool causal) const;
+  // The layout a forward at `positions` on `device` uses (with or without the causal box). The
+  // window kernels are CPU code, so off the CPU it is always the dense reference layout (run by
+  // that device's backend, with the key range as a mask).
+  ScoreLayout layout_for(const Positions& positions, bool causal, Device device = kCPU) const;
   // Probabilities of the last forward, on its layout's slots [B, H, N, K], and as dense
   // [B, H, N, N] (window slots scattered back to their keys) for figures.
   const Tensor& last_probs() const { return last_probs_; }

@@ -47,28 +47,31 @@ std::string HookOptions::text(const std::string& key, const std::string& fallbac
   return it == values_.end() ? fallback : it->second;
 }
 
-double HookOptions::number(const std::string& key, double fallback) const {
-  if (!has(key)) return used_.insert(key), fallback;
-  const std::string s = text(key, "");
+namespace {
+
+// `convert` (std::stod / std::stoll with a "characters used" out-parameter) must use the whole text.
+template <typename T, typename Convert>
+T parse_whole(const std::string& key, const std::string& s, const char* kind, Convert convert) {
   try {
     size_t used = 0;
-    const double v = std::stod(s, &used);
+    const T v = convert(s, &used);
     if (used == s.size()) return v;
   } catch (const std::exception&) {
   }
-  fail("option '{}' must be a number, got '{}'", key, s);
+  fail("option '{}' must be {}, got '{}'", key, kind, s);
+}
+
+}  // namespace
+
+double HookOptions::number(const std::string& key, double fallback) const {
+  if (!has(key)) return used_.insert(key), fallback;
+  return parse_whole<double>(key, text(key, ""), "a number", [](const std::string& s, size_t* n) { return std::stod(s, n); });
 }
 
 int64_t HookOptions::integer(const std::string& key, int64_t fallback) const {
   if (!has(key)) return used_.insert(key), fallback;
-  const std::string s = text(key, "");
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
-  fail("option '{}' must be an integer, got '{}'", key, s);
+  return parse_whole<int64_t>(key, text(key, ""), "an integer",
+                              [](const std::string& s, size_t* n) { return static_cast<int64_t>(std::stoll(s, n)); });
 }
 
 bool HookOptions::flag(const std::string& key, bool fallback) const {
