@@ -56,10 +56,9 @@ std::vector<int64_t> GaussianSpan::span_sizes(const std::vector<int64_t>& struct
 
 std::optional<OffsetBox> GaussianSpan::key_range(const Positions& positions) const {
   check_positions(positions);
-  structure_ = positions.structure();
   if (options_.threshold <= 0) return std::nullopt;
   OffsetBox box;
-  for (int64_t h : half_widths(structure_)) {
+  for (int64_t h : half_widths(positions.structure())) {
     box.lo.push_back(-h);
     box.hi.push_back(h);
   }
@@ -78,7 +77,6 @@ Variable GaussianSpan::gaussian(const Positions& positions, DType dtype) const {
 }
 
 Logits GaussianSpan::modulate(Logits logits, const ScoreLayout& layout) {
-  structure_ = layout.positions().structure();
   const Variable g = layout.gather_relative(gaussian(layout.positions(), logits.content.dtype()));  // [N, K] | [1, K]
   if (!options_.positional_only) {
     logits.content = logits.content * g;

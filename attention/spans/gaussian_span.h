@@ -38,8 +38,8 @@ struct GaussianSpanOptions {
 
 class GaussianSpan : public AttentionHook {
  public:
-  // `structure`: the grid the layer will see (n = its size); used by half_widths() before the
-  // first forward.
+  // `structure`: the grid the layer will see (n = its size); half_widths() and span_sizes()
+  // without an argument report the box for it.
   GaussianSpan(std::vector<int64_t> structure, const GaussianSpanOptions& options);
 
   std::optional<OffsetBox> key_range(const Positions& positions) const override;
@@ -48,8 +48,8 @@ class GaussianSpan : public AttentionHook {
 
   // G on the relative grid of `positions`: [R] in `dtype`, differentiable in sigma.
   Variable gaussian(const Positions& positions, DType dtype) const;
-  // Box half-widths and span sizes for `structure` (default: the last structure seen, initially
-  // the one given at construction). Without a threshold: S_d - 1 and 2 S_d - 1.
+  // Box half-widths and span sizes for `structure` (default: the one given at construction).
+  // Without a threshold: S_d - 1 and 2 S_d - 1.
   std::vector<int64_t> half_widths(const std::vector<int64_t>& structure) const;
   std::vector<int64_t> half_widths() const { return half_widths(structure_); }
   std::vector<int64_t> span_sizes(const std::vector<int64_t>& structure) const;
@@ -62,7 +62,7 @@ class GaussianSpan : public AttentionHook {
  private:
   void check_positions(const Positions& positions) const;
 
-  mutable std::vector<int64_t> structure_;
+  std::vector<int64_t> structure_;
   GaussianSpanOptions options_;
   Variable sigma_;
 };
