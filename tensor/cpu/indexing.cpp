@@ -92,8 +92,8 @@ void CpuBackend::random(RandomKind kind, Tensor& out, double a, double b, uint64
     parallel_for(out.numel(), 16, [&](int64_t i) {
       const auto u = static_cast<uint64_t>(i);
       switch (kind) {
-        case RandomKind::Uniform: p[i] = static_cast<T>(a + (b - a) * philox_uniform(seed, offset, u)); break;
-        case RandomKind::Normal: p[i] = static_cast<T>(a + b * philox_normal(seed, offset, u)); break;
+        case RandomKind::Uniform: p[i] = static_cast<T>(uniform_between(a, b, philox_uniform(seed, offset, u))); break;
+        case RandomKind::Normal: p[i] = static_cast<T>(normal_with(a, b, philox_normal(seed, offset, u))); break;
         case RandomKind::Bernoulli: p[i] = philox_uniform(seed, offset, u) < a ? T(1) : T(0); break;
       }
     });

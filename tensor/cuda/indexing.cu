@@ -5,7 +5,7 @@
 // (sorted) index_add; out-of-range indices are caught by launch_check_indices before any kernel
 // reads through them.
 #include "tensor/cuda/device_utils.cuh"
-#include "tensor/cuda/philox.cuh"
+#include "tensor/philox.h"
 
 namespace posgrad::cuda {
 
@@ -83,7 +83,7 @@ __global__ void random_kernel(KRandom kind, T* out, int64_t n, double a, double 
   const int64_t blocks = (n + 3) / 4;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < blocks;
        t += int64_t{gridDim.x} * blockDim.x) {
-    const Philox4 r = philox4x32_10(offset + static_cast<uint64_t>(t), 0, seed);
+    const PhiloxBlock r = philox4x32_10(offset + static_cast<uint64_t>(t), 0, seed);
 #pragma unroll
     for (int lane = 0; lane < 4; ++lane) {
       const int64_t i = 4 * t + lane;
@@ -91,13 +91,13 @@ __global__ void random_kernel(KRandom kind, T* out, int64_t n, double a, double 
       double value;
       switch (kind) {
         case KRandom::Uniform:
-          value = __dadd_rn(a, __dmul_rn(__dsub_rn(b, a), uint_to_unit(r.v[lane])));
+          value = uniform_between(a, b, uint_to_unit(r[lane]));
           break;
         case KRandom::Normal:
-          value = __dadd_rn(a, __dmul_rn(b, normal_from_block(r, lane)));
+          value = normal_with(a, b, normal_from_block(r, lane));
           break;
         default:  // Bernoulli(p = a)
-          value = uint_to_unit(r.v[lane]) < a ? 1.0 : 0.0;
+          value = uint_to_unit(r[lane]) < a ? 1.0 : 0.0;
           break;
       }
       out[i] = static_cast<T>(value);

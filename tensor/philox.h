@@ -1,0 +1,135 @@
+// Philox4x32-10 and the conversions of its output to uniform and normal numbers: one source for
+// the CPU backend and the CUDA kernels (POSGRAD_HD), so the GPU draws the CPU's numbers for the
+// same (seed, offset). Element i of a draw uses counter block (offset + i/4) and lane i%4, so
+// every element is computed on its own. Rounding is made explicit where a compiler could fuse a
+// multiply and an add differently on the two sides: the affine maps use one fma on both
+// (std::fma / __fma_rn), the rest uses correctly rounded operations (__dmul_rn, __dsqrt_rn on the
+// GPU). Uniform and Bernoulli draws are then bit-identical; normals go through log/sin/cos, where
+// libdevice and glibc may differ in the last bit of a double.
+//
+// Deliberately not here: generator state (tensor/random.h), filling tensors (the backends).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "tensor/host_device.h"
+
+namespace posgrad {
+
+// One Philox4x32-10 block: 4 random uint32 from a 128-bit counter and a 64-bit key.
+struct PhiloxBlock {
+  uint32_t v[4];
+  POSGRAD_HD uint32_t operator[](int lane) const { return v[lane]; }
+};
+
+namespace philox_detail {
+POSGRAD_HD uint32_t mulhi(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
+#endif
+}
+POSGRAD_HD double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+POSGRAD_HD double add_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+POSGRAD_HD double fma_rn(double a, double b, double c) {
+#if defined(__CUDA_ARCH__)
+  return __fma_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+POSGRAD_HD double sqrt_rn(double x) {
+#if defined(__CUDA_ARCH__)
+  return __dsqrt_rn(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+POSGRAD_HD double log(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::log(x);
+#else
+  return std::log(x);
+#endif
+}
+POSGRAD_HD double sin(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::sin(x);
+#else
+  return std::sin(x);
+#endif
+}
+POSGRAD_HD double cos(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::cos(x);
+#else
+  return std::cos(x);
+#endif
+}
+}  // namespace philox_detail
+
+POSGRAD_HD PhiloxBlock philox4x32_10(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) {
+  uint32_t c0 = static_cast<uint32_t>(counter_lo), c1 = static_cast<uint32_t>(counter_lo >> 32);
+  uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
+  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const uint32_t hi0 = philox_detail::mulhi(kMul0, c0), lo0 = kMul0 * c0;
+    const uint32_t hi1 = philox_detail::mulhi(kMul1, c2), lo1 = kMul1 * c2;
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += kWeyl0;
+    k1 += kWeyl1;
+  }
+  return {{c0, c1, c2, c3}};
+}
+
+// A uint32 mapped to the open interval (0, 1): never 0, so log() is safe.
+POSGRAD_HD double uint_to_unit(uint32_t x) {
+  return philox_detail::mul_rn(philox_detail::add_rn(static_cast<double>(x), 0.5), 1.0 / 4294967296.0);
+}
+
+// Lane `lane` (0..3) of a standard normal from one block: Box-Muller on lanes (0,1) and (2,3).
+POSGRAD_HD double normal_from_block(const PhiloxBlock& r, int lane) {
+  const int pair = lane / 2;
+  const double u1 = uint_to_unit(r[2 * pair]), u2 = uint_to_unit(r[2 * pair + 1]);
+  const double radius = philox_detail::sqrt_rn(philox_detail::mul_rn(-2.0, philox_detail::log(u1)));
+  const double angle = philox_detail::mul_rn(6.283185307179586, u2);
+  return philox_detail::mul_rn(radius, lane % 2 == 0 ? philox_detail::cos(angle) : philox_detail::sin(angle));
+}
+
+// The affine maps of a draw: lo + (hi - lo) * u and mean + stddev * z, each one fma.
+POSGRAD_HD double uniform_between(double lo, double hi, double u) {
+  return philox_detail::fma_rn(hi - lo, u, lo);
+}
+POSGRAD_HD double normal_with(double mean, double stddev, double z) {
+  return philox_detail::fma_rn(stddev, z, mean);
+}
+
+// Element `i` of a uniform(0,1) draw that started at block `offset`.
+inline double philox_uniform(uint64_t seed, uint64_t offset, uint64_t i) {
+  return uint_to_unit(philox4x32_10(offset + i / 4, 0, seed)[static_cast<int>(i % 4)]);
+}
+// Element `i` of a standard normal draw.
+inline double philox_normal(uint64_t seed, uint64_t offset, uint64_t i) {
+  return normal_from_block(philox4x32_10(offset + i / 4, 0, seed), static_cast<int>(i % 4));
+}
+
+}  // namespace posgrad
