@@ -7,25 +7,13 @@
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/gemm.h"
 #include "tensor/cpu/parallel.h"
+#include "tensor/matrix_layout.h"
 
 namespace posgrad::cpu {
 
 namespace {
-// How a [rows, cols] matrix view is laid out for GEMM: transposed flag and leading dimension,
-// or nothing when neither axis has unit stride (the caller copies it first).
-struct MatrixLayout {
-  bool ok = false;
-  bool trans = false;
-  int64_t ld = 0;
-};
-MatrixLayout layout_of(const Tensor& t) {
-  const int64_t rows = t.size(1), cols = t.size(2);
-  const int64_t rs = t.stride(1), cs = t.stride(2);
-  // Row-major: unit column stride, rows `rs` apart (a single row may have any row stride).
-  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= cols)) return {true, false, std::max<int64_t>({rows == 1 ? cols : rs, cols, 1})};
-  // Column-major (a transposed view): unit row stride, columns `cs` apart.
-  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= rows)) return {true, true, std::max<int64_t>({cols == 1 ? rows : cs, rows, 1})};
-  return {};
+MatrixLayout layout_of(const Tensor& t) {  // t is [batch, rows, cols]
+  return matrix_layout(t.size(1), t.size(2), t.stride(1), t.stride(2));
 }
 }  // namespace
 

@@ -1,45 +1,17 @@
 // strided_for_each: the one loop that walks K same-shaped strided operands (views, broadcasts
-// with stride 0, transposes). It merges axes that are contiguous for every operand, then calls
-// a row function on runs of the innermost axis, in parallel over rows. Kernels supply the row
-// function; this file holds no arithmetic.
+// with stride 0, transposes). It merges axes that are contiguous for every operand
+// (tensor/coalesce.h), then calls a row function on runs of the innermost axis, in parallel over
+// rows. Kernels supply the row function; this file holds no arithmetic.
 #pragma once
 
 #include <array>
 #include <vector>
 
+#include "tensor/coalesce.h"
 #include "tensor/cpu/parallel.h"
 #include "tensor/shape.h"
 
 namespace posgrad::cpu {
-
-template <size_t K>
-struct StridedRows {
-  Shape shape;                      // coalesced shape
-  std::array<Shape, K> strides;     // coalesced strides per operand
-};
-
-template <size_t K>
-StridedRows<K> coalesce(const Shape& shape, const std::array<Shape, K>& strides) {
-  StridedRows<K> r;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;  // size-1 axes carry no information
-    bool merge = !r.shape.empty();
-    for (size_t k = 0; k < K && merge; ++k)
-      merge = r.strides[k].back() == strides[k][i] * shape[i];
-    if (merge) {
-      r.shape.back() *= shape[i];
-      for (size_t k = 0; k < K; ++k) r.strides[k].back() = strides[k][i];
-    } else {
-      r.shape.push_back(shape[i]);
-      for (size_t k = 0; k < K; ++k) r.strides[k].push_back(strides[k][i]);
-    }
-  }
-  if (r.shape.empty()) {
-    r.shape.push_back(1);
-    for (size_t k = 0; k < K; ++k) r.strides[k].push_back(1);
-  }
-  return r;
-}
 
 // row(offsets, n, inner_strides): process n elements starting at element offsets[k] of each
 // operand, stepping inner_strides[k].
@@ -47,7 +19,7 @@ template <size_t K, typename RowFn>
 void strided_for_each(const Shape& shape, const std::array<Shape, K>& strides, RowFn&& row) {
   const int64_t numel = shape_numel(shape);
   if (numel == 0) return;
-  const StridedRows<K> r = coalesce<K>(shape, strides);
+  const CoalescedAxes<K> r = coalesce<K>(shape, strides);
   const int64_t nd = static_cast<int64_t>(r.shape.size());
   const int64_t inner = r.shape[nd - 1];
   // Split long inner runs into chunks so a single contiguous array still uses every thread.

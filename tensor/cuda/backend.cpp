@@ -12,6 +12,7 @@
 
 #include "tensor/cuda/allocator.h"
 #include "tensor/cuda/context.h"
+#include "tensor/cuda/gemm_plan.h"
 #include "tensor/cuda/kernels.h"
 #include "tensor/cuda/runtime.h"
 #include "tensor/device.h"
@@ -44,38 +45,6 @@ void check_on(const Tensor& t, Device device, const char* op, const char* what) 
 
 DeviceContext& ctx_of(const Tensor& t) { return context(t.device().index); }
 
-// Coalesces K same-shaped strided operands (the strided_loop.h rule: drop size-1 axes, merge an
-// axis into the previous one when every operand's strides allow it).
-template <int K>
-Strided<K> make_strided(const Shape& shape, const std::array<const Shape*, K>& strides, const char* op) {
-  Strided<K> s;
-  s.numel = shape_numel(shape);
-  int nd = 0;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;
-    bool merge = nd > 0;
-    for (int k = 0; k < K && merge; ++k) merge = s.strides[k][nd - 1] == (*strides[k])[i] * shape[i];
-    if (merge) {
-      s.sizes[nd - 1] *= shape[i];
-      for (int k = 0; k < K; ++k) s.strides[k][nd - 1] = (*strides[k])[i];
-      continue;
-    }
-    if (nd == kMaxDims)
-      fail("{}: a view with more than {} axes that cannot be merged is not supported on CUDA "
-           "(call .contiguous() first)", op, kMaxDims);
-    s.sizes[nd] = shape[i];
-    for (int k = 0; k < K; ++k) s.strides[k][nd] = (*strides[k])[i];
-    ++nd;
-  }
-  if (nd == 0) {  // a scalar or all size-1 axes: one element
-    s.sizes[0] = 1;
-    for (int k = 0; k < K; ++k) s.strides[k][0] = 1;
-    nd = 1;
-  }
-  s.ndim = nd;
-  return s;
-}
-
 size_t nbytes(const Tensor& t) { return static_cast<size_t>(t.numel() * dtype_size(t.dtype())); }
 
 // dst <- src on one device (any strides, any dtypes).
@@ -86,7 +55,7 @@ void device_copy(const Tensor& src, Tensor& dst, DeviceContext& ctx) {
                                                cudaMemcpyDeviceToDevice, ctx.stream));
     return;
   }
-  const auto s = make_strided<2>(dst.shape(), {&src.strides(), &dst.strides()}, "copy");
+  const auto s = make_strided<2>(dst.shape(), {src.strides(), dst.strides()}, "copy");
   launch_copy(ktype(dst), dst.raw_data(), ktype(src), src.raw_data(), s, ctx.stream);
 }
 
@@ -107,22 +76,8 @@ void check_indices(const Tensor& index, int64_t n, const char* op, DeviceContext
   }
 }
 
-// Matrix layout for cuBLAS of a [rows, cols] slice of a [batch, rows, cols] view (see
-// tensor/cpu/matmul.cpp for the same rule): row-major (unit column stride) or column-major
-// (unit row stride) with a leading dimension; anything else must be copied first.
-struct MatrixLayout {
-  bool ok = false;
-  bool trans = false;  // column-major storage
-  int64_t ld = 0;
-};
-MatrixLayout layout_of(const Tensor& t) {
-  const int64_t rows = t.size(1), cols = t.size(2);
-  const int64_t rs = t.stride(1), cs = t.stride(2);
-  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= cols))
-    return {true, false, std::max<int64_t>({rows == 1 ? cols : rs, cols, 1})};
-  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= rows))
-    return {true, true, std::max<int64_t>({cols == 1 ? rows : cs, rows, 1})};
-  return {};
+MatrixLayout layout_of(const Tensor& t) {  // t is [batch, rows, cols]
+  return matrix_layout(t.size(1), t.size(2), t.stride(1), t.stride(2));
 }
 
 int to_int(int64_t v, const char* what) {
@@ -192,7 +147,7 @@ void CudaBackend::fill(Tensor& dst, double value) {
 
 void CudaBackend::unary(UnaryOp op, const Tensor& x, Tensor& out, double p, double q) {
   check_on(x, out.device(), "unary", "the input");
-  const auto s = make_strided<2>(out.shape(), {&x.strides(), &out.strides()}, "unary");
+  const auto s = make_strided<2>(out.shape(), {x.strides(), out.strides()}, "unary");
   launch_unary(ktype(out), static_cast<KUnary>(op), x.raw_data(), out.raw_data(), s, p, q,
                ctx_of(out).stream);
 }
@@ -202,7 +157,7 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& 
   check_on(b, out.device(), "binary", "the second operand");
   if (out.numel() == 0) return;
   DeviceContext& ctx = ctx_of(out);
-  const auto s = make_strided<3>(out.shape(), {&a.strides(), &b.strides(), &out.strides()}, "binary");
+  const auto s = make_strided<3>(out.shape(), {a.strides(), b.strides(), out.strides()}, "binary");
   if (op == BinaryOp::Div && out.dtype() == kInt64) {
     DeviceScratch flag(sizeof(int64_t), ctx.index);
     POSGRAD_CUDA_CHECK("div", cudaMemsetAsync(flag.as<int64_t>(), 0, sizeof(int64_t), ctx.stream));
@@ -219,7 +174,7 @@ void CudaBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, Te
   check_on(cond, out.device(), "where", "the condition");
   check_on(a, out.device(), "where", "the first choice");
   check_on(b, out.device(), "where", "the second choice");
-  const auto s = make_strided<4>(out.shape(), {&cond.strides(), &a.strides(), &b.strides(), &out.strides()},
+  const auto s = make_strided<4>(out.shape(), {cond.strides(), a.strides(), b.strides(), out.strides()},
                                  "where");
   launch_where(ktype(out), ktype(cond), cond.raw_data(), a.raw_data(), b.raw_data(), out.raw_data(),
                s, ctx_of(out).stream);
@@ -227,7 +182,7 @@ void CudaBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, Te
 
 void CudaBackend::accumulate(Tensor& dst, const Tensor& src) {
   check_on(src, dst.device(), "add_", "the source");
-  const auto s = make_strided<2>(dst.shape(), {&src.strides(), &dst.strides()}, "add_");
+  const auto s = make_strided<2>(dst.shape(), {src.strides(), dst.strides()}, "add_");
   launch_accumulate(ktype(dst), dst.raw_data(), src.raw_data(), s, ctx_of(dst).stream);
 }
 
@@ -262,27 +217,27 @@ void CudaBackend::matmul(const Tensor& a_in, const Tensor& b_in, Tensor& out) {
     launch_fill(ktype(out), out.raw_data(), out.numel(), 0.0, ctx.stream);
     return;
   }
-  // Row-major out [M, N] is column-major out^T [N, M] = B^T A^T: cuBLAS computes C = op(B') op(A')
-  // where B' and A' are the stored matrices read column-major; a row-major operand is then
-  // already transposed (op N), a column-major (transposed view) one needs op T.
-  const cublasOperation_t op_a = la.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = lb.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int m = to_int(N, "N"), n = to_int(M, "M"), k = to_int(K, "K");
-  const int lda = to_int(la.ld, "lda"), ldb = to_int(lb.ld, "ldb"), count = to_int(batch, "batch");
-  const long long stride_a = a.stride(0), stride_b = b.stride(0), stride_c = M * N;
+  // cuBLAS's A is posgrad's b and its B is posgrad's a (column-major trick, gemm_plan.h).
+  const GemmPlan p = plan_gemm(la, lb, batch, M, K, N, a.stride(0), b.stride(0));
+  const cublasOperation_t op_a = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = to_int(p.m, "N"), n = to_int(p.n, "M"), k = to_int(p.k, "K");
+  const int lda = to_int(p.lda, "the leading dimension of b"), ldb = to_int(p.ldb, "the leading dimension of a");
+  const int ldc = to_int(p.ldc, "N"), count = to_int(p.batch, "the batch");
+  const long long stride_a = p.stride_a, stride_b = p.stride_b, stride_c = p.stride_c;
   cublasHandle_t handle = cublas_handle(ctx);
   if (a.dtype() == kFloat32) {
     const float alpha = 1.0f, beta = 0.0f;
     const cublasComputeType_t compute = cuda_allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     POSGRAD_CUBLAS_CHECK("matmul", cublasGemmStridedBatchedEx(
-        handle, op_b, op_a, m, n, k, &alpha, b.raw_data(), CUDA_R_32F, ldb, stride_b, a.raw_data(),
-        CUDA_R_32F, lda, stride_a, &beta, out.raw_data(), CUDA_R_32F, m, stride_c, count, compute,
+        handle, op_a, op_b, m, n, k, &alpha, b.raw_data(), CUDA_R_32F, lda, stride_a, a.raw_data(),
+        CUDA_R_32F, ldb, stride_b, &beta, out.raw_data(), CUDA_R_32F, ldc, stride_c, count, compute,
         CUBLAS_GEMM_DEFAULT));
   } else if (a.dtype() == kFloat64) {
     const double alpha = 1.0, beta = 0.0;
     POSGRAD_CUBLAS_CHECK("matmul", cublasGemmStridedBatchedEx(
-        handle, op_b, op_a, m, n, k, &alpha, b.raw_data(), CUDA_R_64F, ldb, stride_b, a.raw_data(),
-        CUDA_R_64F, lda, stride_a, &beta, out.raw_data(), CUDA_R_64F, m, stride_c, count,
+        handle, op_a, op_b, m, n, k, &alpha, b.raw_data(), CUDA_R_64F, lda, stride_a, a.raw_data(),
+        CUDA_R_64F, ldb, stride_b, &beta, out.raw_data(), CUDA_R_64F, ldc, stride_c, count,
         CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
   } else {
     fail("matmul: floating-point tensors required, got {}", a.describe());

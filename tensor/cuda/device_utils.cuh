@@ -1,5 +1,5 @@
 // Helpers shared by the .cu files: the KType -> C++ type switch, grid sizes for grid-stride
-// loops, the strided element-offset computation, and block-wide reductions. Device code and
+// loops, and block-wide reductions (strided element offsets are in strided.h). Device code and
 // launch arithmetic only; no posgrad headers beyond kernels.h/check.h (nvcc stays fast).
 #pragma once
 
@@ -39,25 +39,6 @@ void dispatch_float_type(KType type, Fn&& fn) {
     case KType::F32: fn(float{}); return;
     case KType::F64: fn(double{}); return;
     case KType::I64: return;  // the host side has already rejected int64
-  }
-}
-
-// Element offsets of linear index i (row-major over s.sizes) in each of the K operands.
-template <int K>
-__device__ __forceinline__ void strided_offsets(const Strided<K>& s, int64_t i, int64_t (&off)[K]) {
-  if (s.ndim == 1) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) off[k] = i * s.strides[k][0];
-    return;
-  }
-#pragma unroll
-  for (int k = 0; k < K; ++k) off[k] = 0;
-  for (int d = s.ndim - 1; d >= 0; --d) {
-    const int64_t size = s.sizes[d];
-    const int64_t idx = i % size;
-    i /= size;
-#pragma unroll
-    for (int k = 0; k < K; ++k) off[k] += idx * s.strides[k][d];
   }
 }
 

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "tensor/cuda/strided.h"
+
 namespace posgrad::cuda {
 
 // Dtype codes, in the order of posgrad::DType (checked by static_assert in backend.cpp).
@@ -23,17 +25,6 @@ enum class KUnary : int {
 enum class KBinary : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
 enum class KReduce : int { Sum, Mean, Max, Min, Var };
 enum class KRandom : int { Uniform, Normal, Bernoulli };
-
-// K same-shaped strided operands after coalescing (axes merged where every operand allows it).
-// Element i (row-major over `sizes`) of operand k is at base_k + sum_d idx_d * strides[k][d].
-inline constexpr int kMaxDims = 10;
-template <int K>
-struct Strided {
-  int ndim = 1;
-  int64_t numel = 0;
-  int64_t sizes[kMaxDims] = {};
-  int64_t strides[K][kMaxDims] = {};
-};
 
 // ------------------------------------------------------------ elementwise.cu
 void launch_copy(KType dst_type, void* dst, KType src_type, const void* src, const Strided<2>& s,
