@@ -6,17 +6,18 @@
 
 namespace posgrad {
 
-Tensor attention_block_mask(const AttentionMasks& masks, int64_t B, int64_t N, int64_t M, DType dtype) {
+Tensor attention_block_mask(const AttentionMasks& masks, int64_t B, int64_t N, int64_t M, DType dtype,
+                            Device device) {
   Tensor blocked;
   if (masks.key_padding.defined()) {
     if (masks.key_padding.shape() != Shape{B, M})
       fail("attention: key_padding mask must be [B, M] = [{}, {}], got {}", B, M, masks.key_padding.describe());
-    blocked = ne(masks.key_padding.to(dtype), Tensor::zeros({}, dtype)).reshape({B, 1, 1, M});
+    blocked = ne(masks.key_padding.to(dtype), Tensor::zeros({}, dtype, masks.key_padding.device())).reshape({B, 1, 1, M});
   }
   if (masks.causal) {
     if (N != M) fail("attention: a causal mask needs as many queries as keys ({} vs {})", N, M);
-    Tensor i = Tensor::arange(N).to(dtype).reshape({N, 1});
-    Tensor j = Tensor::arange(M).to(dtype).reshape({1, M});
+    Tensor i = Tensor::arange(N, kInt64, device).to(dtype).reshape({N, 1});
+    Tensor j = Tensor::arange(M, kInt64, device).to(dtype).reshape({1, M});
     Tensor future = gt(j, i).reshape({1, 1, N, M});
     blocked = blocked.defined() ? maximum(blocked, future) : future;
   }
@@ -32,7 +33,7 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
   if (k.size(0) != B || k.size(1) != H || k.size(3) != Dh || v.size(0) != B || v.size(1) != H || v.size(2) != M)
     fail("attention: shapes disagree: q {}, k {}, v {}", q.value().describe(), k.value().describe(), v.value().describe());
   Variable scores = matmul(q, transpose(k, -1, -2)) * (1.0 / std::sqrt(static_cast<double>(Dh)));  // [B, H, N, M]
-  const Tensor blocked = attention_block_mask(masks, B, N, M, q.dtype());
+  const Tensor blocked = attention_block_mask(masks, B, N, M, q.dtype(), q.value().device());
   if (blocked.defined()) scores = masked_fill(scores, blocked, -std::numeric_limits<double>::infinity());
   Variable probs = softmax(scores, -1);
   if (probs_out) *probs_out = probs.value();

@@ -21,6 +21,8 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
 
 // The boolean mask (1 = blocked) that `masks` describes, broadcastable to [B, 1, N, M];
 // undefined when nothing is masked.
-Tensor attention_block_mask(const AttentionMasks& masks, int64_t B, int64_t N, int64_t M, DType dtype);
+// Built on `device` (the scores' device); the key_padding mask must already be there.
+Tensor attention_block_mask(const AttentionMasks& masks, int64_t B, int64_t N, int64_t M, DType dtype,
+                            Device device = kCPU);
 
 }  // namespace posgrad

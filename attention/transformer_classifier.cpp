@@ -20,14 +20,14 @@ Variable TransformerClassifier::forward(const Tensor& tokens, const Tensor& pad_
   const int64_t B = tokens.size(0), N = tokens.size(1);
   if (N > config_.max_tokens)
     fail("TransformerClassifier: {} tokens exceed the position table ({} positions)", N, config_.max_tokens);
-  Variable x = token_embedding_->forward(tokens) + position_embedding_->forward(Tensor::arange(N).reshape({1, N}));
+  Variable x = token_embedding_->forward(tokens) + position_embedding_->forward(Tensor::arange(N, kInt64, tokens.device()).reshape({1, N}));
   AttentionMasks masks;
   masks.key_padding = pad_mask;
   for (auto& block : blocks_) x = block->forward(x, masks);
   if (final_norm_) x = final_norm_->forward(x);
   Variable pooled;
   if (pad_mask.defined()) {
-    Tensor keep = add_scalar(neg(ne(pad_mask.to(x.dtype()), Tensor::zeros({}, x.dtype()))), 1.0).reshape({B, N, 1});
+    Tensor keep = add_scalar(neg(ne(pad_mask.to(x.dtype()), Tensor::zeros({}, x.dtype(), pad_mask.device()))), 1.0).reshape({B, N, 1});
     pooled = sum(x * keep, {1}) / Variable(sum(keep, {1}));  // [B, D]
   } else {
     pooled = mean(x, {1});
