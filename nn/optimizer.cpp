@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "tensor/cpu/parallel.h"
+#include "tensor/ops.h"
 
 namespace posgrad {
 
@@ -37,22 +38,55 @@ std::string param_label(const Variable& p, size_t index) {
 }  // namespace
 
 bool has_nonfinite(const Tensor& t) {
-  if (!t.defined() || !is_floating(t.dtype()) || t.numel() == 0) return false;
-  const Tensor c = t.to(kCPU).contiguous();
-  return dispatch_float(c.dtype(), "has_nonfinite",
-                        [&]<typename T>() { return any_nonfinite(c.data<T>(), c.numel()); });
+  return nonfinite_flags({t})[0] != 0;
+}
+
+std::vector<char> nonfinite_flags(const std::vector<Tensor>& tensors) {
+  std::vector<char> flags(tensors.size(), 0);
+  // Tensors on a device: sum(t * 0) is NaN exactly when t holds a NaN or an Inf, so one small
+  // reduction per tensor stays on the device and all the sums come back in one copy.
+  struct DeviceBatch {
+    Device device;
+    std::vector<size_t> index;  // positions in `tensors`
+    std::vector<Tensor> sums;   // [1] float64 each, on `device`
+  };
+  std::vector<DeviceBatch> on_device;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (!t.defined() || !is_floating(t.dtype()) || t.numel() == 0) continue;
+    if (t.device().is_cpu()) {
+      const Tensor c = t.contiguous();
+      flags[i] = dispatch_float(c.dtype(), "has_nonfinite",
+                                [&]<typename T>() { return any_nonfinite(c.data<T>(), c.numel()); });
+      continue;
+    }
+    auto batch = std::find_if(on_device.begin(), on_device.end(),
+                              [&](const DeviceBatch& b) { return b.device == t.device(); });
+    if (batch == on_device.end()) batch = on_device.insert(on_device.end(), DeviceBatch{t.device(), {}, {}});
+    batch->index.push_back(i);
+    batch->sums.push_back(sum(mul_scalar(t, 0.0)).reshape({1}).to(kFloat64));
+  }
+  for (const DeviceBatch& batch : on_device) {
+    const std::vector<double> host = cat(batch.sums, 0).to(kCPU).to_vector<double>();  // one read-back
+    for (size_t j = 0; j < batch.index.size(); ++j) flags[batch.index[j]] = std::isnan(host[j]) ? 1 : 0;
+  }
+  return flags;
 }
 
 bool has_nonfinite_grad(const std::vector<Variable>& params) {
+  std::vector<Tensor> grads;
   for (const Variable& p : params)
-    if (p.defined() && has_nonfinite(p.grad())) return true;
-  return false;
+    if (p.defined()) grads.push_back(p.grad());
+  const std::vector<char> flags = nonfinite_flags(grads);
+  return std::find(flags.begin(), flags.end(), 1) != flags.end();
 }
 
 bool has_nonfinite_value(const std::vector<Variable>& params) {
+  std::vector<Tensor> values;
   for (const Variable& p : params)
-    if (p.defined() && has_nonfinite(p.value())) return true;
-  return false;
+    if (p.defined()) values.push_back(p.value());
+  const std::vector<char> flags = nonfinite_flags(values);
+  return std::find(flags.begin(), flags.end(), 1) != flags.end();
 }
 
 Optimizer::Optimizer(std::vector<Variable> params, double lr) : params_(std::move(params)), lr_(lr) {
@@ -74,9 +108,19 @@ void Optimizer::set_lr(double lr) {
   lr_ = lr;
 }
 
-void Optimizer::check_values_finite() const {
-  for (size_t i = 0; i < params_.size(); ++i)
-    if (has_nonfinite(params_[i].value()))
+std::vector<char> Optimizer::scan_nonfinite(bool values) const {
+  // Gradients and values in one call, so a step on the GPU waits for the device once.
+  std::vector<Tensor> tensors;
+  for (const Variable& p : params_) tensors.push_back(p.grad());
+  if (values)
+    for (const Variable& p : params_) tensors.push_back(p.value());
+  return nonfinite_flags(tensors);
+}
+
+void Optimizer::fail_on_nonfinite_value(const std::vector<char>& flags) const {
+  const size_t n = params_.size();
+  for (size_t i = 0; i < n && n + i < flags.size(); ++i)
+    if (flags[n + i])
       fail("optimizer {}: {} holds NaN/Inf; refusing to update it (the model diverged before this "
            "step: lower the learning rate or enable gradient clipping)",
            kind(), param_label(params_[i], i));
@@ -84,19 +128,22 @@ void Optimizer::check_values_finite() const {
 
 void Optimizer::step() {
   if (check_finite_) {
+    const std::vector<char> flags = scan_nonfinite(true);
     for (size_t i = 0; i < params_.size(); ++i)
-      if (has_nonfinite(params_[i].grad()))
+      if (flags[i])
         fail("optimizer {}: the gradient of {} holds NaN/Inf; the update was not applied (use "
              "step_if_finite() to skip such steps)", kind(), param_label(params_[i], i));
-    check_values_finite();
+    fail_on_nonfinite_value(flags);
   }
   NoGradGuard no_grad;
   update();
 }
 
 bool Optimizer::step_if_finite() {
-  if (has_nonfinite_grad(params_)) return false;
-  if (check_finite_) check_values_finite();
+  const std::vector<char> flags = scan_nonfinite(check_finite_);
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (flags[i]) return false;
+  fail_on_nonfinite_value(flags);
   NoGradGuard no_grad;
   update();
   return true;

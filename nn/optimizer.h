@@ -49,6 +49,10 @@ struct OptimizerState {
 
 // True when any element of `t` is NaN or +-Inf (false for int64 and undefined tensors).
 bool has_nonfinite(const Tensor& t);
+// has_nonfinite for each tensor. CPU tensors are scanned in place; tensors on a GPU are reduced
+// there and their flags come back in one small copy per device (one synchronisation), never the
+// tensors themselves.
+std::vector<char> nonfinite_flags(const std::vector<Tensor>& tensors);
 // True when any defined gradient among `params` holds a NaN or Inf.
 bool has_nonfinite_grad(const std::vector<Variable>& params);
 // True when any parameter value holds a NaN or Inf.
@@ -110,8 +114,10 @@ class Optimizer {
   double lr_;
 
  private:
-  // Throws naming the first parameter whose value (or, when `grads`, gradient) is non-finite.
-  void check_values_finite() const;
+  // NaN/Inf flags of every gradient, then (when `values`) of every parameter value.
+  std::vector<char> scan_nonfinite(bool values) const;
+  // Throws naming the first parameter whose value flag (after the gradient flags) is set.
+  void fail_on_nonfinite_value(const std::vector<char>& flags) const;
   bool check_finite_ = true;
   mutable std::vector<std::string> used_keys_;  // filled by find_buffer() during load_state()
 };

@@ -333,6 +333,21 @@ BOOST_AUTO_TEST_CASE(detects_nan_and_inf) {
   BOOST_TEST(!has_nonfinite(Tensor::zeros({3}, kInt64)));
 }
 
+BOOST_AUTO_TEST_CASE(flags_name_each_tensor) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<Tensor> tensors{
+      Tensor::from_vector({1.0f, 2.0f}, {2}),  // finite
+      Tensor::from_vector({1.0f, nan}, {2}),
+      Tensor(),                                  // undefined (no gradient): not flagged
+      Tensor::from_vector({-inf}, {1}),
+      Tensor::zeros({3}, kInt64),                // integers are always finite
+      Tensor::from_vector({0.0f, inf, 1.0f, 2.0f}, {2, 2}).transpose(0, 1),  // a strided view
+      Tensor::zeros({0}),                        // empty
+  };
+  BOOST_TEST(nonfinite_flags(tensors) == std::vector<char>({0, 1, 0, 1, 0, 1, 0}),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(step_refuses_nonfinite_gradient) {
   Variable a(Tensor::from_vector({1.0f, 2.0f}, {2}), true);
   Variable b(Tensor::from_vector({3.0f}, {1}), true);
