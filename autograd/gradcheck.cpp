@@ -24,6 +24,14 @@ std::vector<int64_t> element_offsets(const Tensor& t) {
   }
   return offsets;
 }
+
+// x as fn sees it on `device`: the CPU tensor itself, or a view with x's strides of a copy of
+// x's whole storage on the device (so the current, perturbed values are what is sent).
+Tensor on_device(const Tensor& x, Device device) {
+  if (device.is_cpu()) return x;
+  const auto n = static_cast<int64_t>(x.storage()->nbytes() / sizeof(double));
+  return x.as_strided({n}, {1}, 0).to(device).as_strided(x.shape(), x.strides(), x.offset());
+}
 }  // namespace
 
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
@@ -31,15 +39,24 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
   std::vector<Variable> vars;
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_dtype(inputs[i], kFloat64, "gradcheck input");
+    if (!inputs[i].device().is_cpu())
+      fail("gradcheck: input {} is {}; pass CPU tensors and set GradcheckOptions::device to run "
+           "fn on {}", i, inputs[i].describe(), inputs[i].device().str());
     for (int64_t d = 0; d < inputs[i].dim(); ++d)
       if (inputs[i].stride(d) == 0 && inputs[i].size(d) > 1)
         fail("gradcheck: input {} is a broadcast view (stride 0); pass a real tensor", i);
-    vars.emplace_back(inputs[i], true);
+    vars.emplace_back(on_device(inputs[i], options.device), true);
   }
   Variable out = fn(vars);
   Generator gen(options.seed);
-  const Tensor weights = uniform(out.shape(), 0.5, 1.5, gen, kFloat64);
+  const Tensor weights = uniform(out.shape(), 0.5, 1.5, gen, kFloat64).to(out.value().device());
   auto scalar_of = [&](const Variable& o) { return sum(mul(o, Variable(weights))); };
+  // fn at the current (perturbed) CPU inputs, reduced to the scalar.
+  auto probe = [&] {
+    std::vector<Variable> now;
+    for (const Tensor& x : inputs) now.emplace_back(on_device(x, options.device), false);
+    return scalar_of(fn(now)).item();
+  };
 
   scalar_of(out).backward();
 
@@ -57,9 +74,9 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
       {
         NoGradGuard no_grad;
         slot = orig + options.eps;
-        lp = scalar_of(fn(vars)).item();
+        lp = probe();
         slot = orig - options.eps;
-        lm = scalar_of(fn(vars)).item();
+        lm = probe();
       }
       slot = orig;
       const double numeric = (lp - lm) / (2.0 * options.eps);

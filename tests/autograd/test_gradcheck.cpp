@@ -1,9 +1,12 @@
-// Gradcheck of every differentiable op in autograd/functions.h, data-driven over shapes:
-// plain, broadcasting, and non-contiguous (transposed / sliced) inputs.
+// Gradcheck of every differentiable op in autograd/functions.h, data-driven over shapes (plain,
+// broadcasting, non-contiguous transposed / sliced inputs) and over devices: the same cases run
+// on the CPU and, in the gradcheck_ops_cuda suite, with fn and backward() on the GPU (reported
+// as skipped, with the reason, where no GPU is usable).
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include "posgrad.h"
+#include "tests/device_support.h"
 
 using namespace posgrad;
 namespace bdata = boost::unit_test::data;
@@ -21,6 +24,9 @@ struct OpCase {
 std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
 
 using V = std::vector<Variable>;
+
+// A constant of a case (index, mask) on the device its inputs are on.
+Tensor like(const Tensor& constant, const Variable& input) { return constant.to(input.value().device()); }
 
 std::vector<OpCase> op_cases() {
   std::vector<OpCase> c;
@@ -99,23 +105,20 @@ std::vector<OpCase> op_cases() {
 
   // Indexing and masking (indices and masks are constants).
   const Tensor idx = Tensor::from_vector<int64_t>({2, 0, 2, 1}, {4});
-  c.push_back({"index_select", {{3, 5}}, [idx](const V& v) { return index_select(v[0], 0, idx); }});
-  c.push_back({"index_select axis1", {{2, 3, 2}}, [idx](const V& v) { return index_select(v[0], 1, idx); }});
+  c.push_back({"index_select", {{3, 5}}, [idx](const V& v) { return index_select(v[0], 0, like(idx, v[0])); }});
+  c.push_back({"index_select axis1", {{2, 3, 2}}, [idx](const V& v) { return index_select(v[0], 1, like(idx, v[0])); }});
   const Tensor gidx = Tensor::from_vector<int64_t>({0, 2, 2, 1, 1, 0}, {2, 3});
-  c.push_back({"gather", {{2, 4}}, [gidx](const V& v) { return gather(v[0], 1, gidx); }});
-  c.push_back({"scatter_add", {{2, 3}}, [gidx](const V& v) { return scatter_add({2, 4}, 1, gidx, v[0]); }});
-  c.push_back({"index_add", {{4, 2}}, [idx](const V& v) { return index_add({3, 2}, 0, idx, v[0]); }});
+  c.push_back({"gather", {{2, 4}}, [gidx](const V& v) { return gather(v[0], 1, like(gidx, v[0])); }});
+  c.push_back({"scatter_add", {{2, 3}}, [gidx](const V& v) { return scatter_add({2, 4}, 1, like(gidx, v[0]), v[0]); }});
+  c.push_back({"index_add", {{4, 2}}, [idx](const V& v) { return index_add({3, 2}, 0, like(idx, v[0]), v[0]); }});
   const Tensor mask = Tensor::from_vector<double>({1, 0, 0, 1, 0}, {1, 5});
-  c.push_back({"masked_fill", {{3, 5}}, [mask](const V& v) { return masked_fill(v[0], mask, -3.0); }});
-  c.push_back({"where", {{3, 5}, {5}}, [mask](const V& v) { return where(mask, v[0], v[1]); }});
+  c.push_back({"masked_fill", {{3, 5}}, [mask](const V& v) { return masked_fill(v[0], like(mask, v[0]), -3.0); }});
+  c.push_back({"where", {{3, 5}, {5}}, [mask](const V& v) { return where(like(mask, v[0]), v[0], v[1]); }});
   return c;
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_SUITE(gradcheck_ops)
-
-BOOST_DATA_TEST_CASE(every_op_passes_gradcheck, bdata::make(op_cases()), op) {
+// The case's inputs (CPU float64, random, the first one transposed when the case says so).
+std::vector<Tensor> inputs_of(const OpCase& op) {
   Generator gen(7);
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < op.shapes.size(); ++i) {
@@ -123,7 +126,15 @@ BOOST_DATA_TEST_CASE(every_op_passes_gradcheck, bdata::make(op_cases()), op) {
     if (i == 0 && op.transposed_first) t = t.transpose(0, 1);  // a non-contiguous view
     inputs.push_back(t);
   }
-  const GradcheckResult r = gradcheck(op.fn, inputs);
+  return inputs;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(gradcheck_ops)
+
+BOOST_DATA_TEST_CASE(every_op_passes_gradcheck, bdata::make(op_cases()), op) {
+  const GradcheckResult r = gradcheck(op.fn, inputs_of(op));
   BOOST_TEST_INFO("op " << op.name << ": " << r.message);
   BOOST_TEST(r.ok);
 }
@@ -139,6 +150,29 @@ BOOST_AUTO_TEST_CASE(gradcheck_detects_a_wrong_gradient) {
   const GradcheckResult r = gradcheck(wrong, {normal({3}, 0, 1, gen, kFloat64)});
   BOOST_TEST(!r.ok);
   BOOST_TEST(r.message.find("analytic") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(gradcheck_on_a_missing_gpu_is_a_clear_error,
+                     *boost::unit_test::precondition(posgrad::test::GpuAbsent())) {
+  GradcheckOptions options;
+  options.device = posgrad::test::kGPU;
+  Generator gen(1);
+  BOOST_CHECK_EXCEPTION(gradcheck([](const V& v) { return v[0] * 2.0; }, {normal({3}, 0, 1, gen, kFloat64)}, options),
+                        Error, [](const Error& e) {
+                          return std::string(e.what()).find("CUDA cannot be used") != std::string::npos;
+                        });
+}
+
+BOOST_AUTO_TEST_SUITE(gradcheck_ops_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
+
+BOOST_DATA_TEST_CASE(every_op_passes_gradcheck_on_the_gpu, bdata::make(op_cases()), op) {
+  GradcheckOptions options;
+  options.device = posgrad::test::kGPU;
+  const GradcheckResult r = gradcheck(op.fn, inputs_of(op), options);
+  BOOST_TEST_INFO("op " << op.name << " on " << options.device.str() << ": " << r.message);
+  BOOST_TEST(r.ok);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
