@@ -18,6 +18,7 @@
 
 #include "attention/multi_head_attention.h"
 #include "attention/registry.h"
+#include "bench/torch_twin.h"
 #include "posgrad.h"
 
 #ifdef POSGRAD_OPENMP
@@ -62,19 +63,16 @@ double time_path(MultiHeadAttention& mha, AttentionPath path, const Tensor& x, c
 }
 
 std::map<std::string, double> run_torch(const std::string& args, int threads) {
-  const std::string cmd = fmt::format("OMP_NUM_THREADS={} /usr/bin/python3 {}/bench/attention_paths_torch.py {} 2>/dev/null",
-                                      threads, POSGRAD_SOURCE_DIR, args);
+  const bench::TwinRun run = bench::run_torch_twin("attention_paths_torch.py", args, threads);
   std::map<std::string, double> result;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return result;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, pipe)) {
-    std::istringstream line(buf);
+  std::istringstream lines(run.output);
+  for (std::string text; std::getline(lines, text);) {
+    std::istringstream line(text);
     std::string key;
     double value;
     if (line >> key >> value) result[key] = value;
   }
-  pclose(pipe);
+  if (!run.ok) fmt::print("PyTorch twin unavailable: {}\n{}\n", run.command, run.tail());
   return result;
 }
 

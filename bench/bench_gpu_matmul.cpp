@@ -3,8 +3,8 @@
 // with TF32 off on both and then on on both. Prints medians (ms, TFLOP/s) and the ratio.
 //
 // Usage: bench_gpu_matmul [--sizes 1024,2048,4096,8192] [--reps 20] [--no-torch]
-// posgrad's time is taken around each matmul with a device synchronisation before and after
-// (median over reps); the twin uses CUDA events. Without a usable GPU it stops with the reason.
+// Both sides time each matmul with CUDA events (posgrad: DeviceTimer) and report the median over
+// reps. Without a usable GPU it stops with the reason.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/torch_twin.h"
 #include "posgrad.h"
 #include "tensor/device.h"
 
@@ -21,19 +22,17 @@ using namespace posgrad;
 namespace {
 
 std::map<std::string, double> run_torch(const std::string& sizes, int64_t reps, bool tf32) {
-  const std::string cmd = fmt::format("/usr/bin/python3 {}/bench/gpu_matmul_torch.py --sizes {} --reps {} --tf32 {} 2>/dev/null",
-                                      POSGRAD_SOURCE_DIR, sizes, reps, tf32 ? 1 : 0);
+  const bench::TwinRun run = bench::run_torch_twin(
+      "gpu_matmul_torch.py", fmt::format("--sizes {} --reps {} --tf32 {}", sizes, reps, tf32 ? 1 : 0), 0);
   std::map<std::string, double> result;  // "n" -> median ms
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return result;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, pipe)) {
-    std::istringstream line(buf);
+  std::istringstream lines(run.output);
+  for (std::string text; std::getline(lines, text);) {
+    std::istringstream line(text);
     std::string tag, n;
     double ms;
     if (line >> tag >> n >> ms && tag == "RESULT") result[n] = ms;
   }
-  pclose(pipe);
+  if (result.empty()) fmt::print("PyTorch twin unavailable: {}\n{}\n", run.command, run.tail());
   return result;
 }
 
@@ -67,12 +66,12 @@ int main(int argc, char** argv) try {
       const Tensor a = normal({n, n}, 0, 1, gen).to(gpu), b = normal({n, n}, 0, 1, gen).to(gpu);
       for (int w = 0; w < 3; ++w) matmul(a, b);
       std::vector<double> ms;
+      DeviceTimer timer(gpu);
       for (int64_t r = 0; r < reps; ++r) {
-        synchronize(gpu);
-        const auto t0 = std::chrono::steady_clock::now();
+        timer.start();
         const Tensor c = matmul(a, b);
-        synchronize(gpu);
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        timer.stop();
+        ms.push_back(timer.elapsed_ms());
       }
       std::sort(ms.begin(), ms.end());
       const double ours = ms[ms.size() / 2], flops = 2.0 * double(n) * double(n) * double(n);

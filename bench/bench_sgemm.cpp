@@ -28,6 +28,8 @@
 #define POSGRAD_SOURCE_DIR "."
 #endif
 
+#include "bench/torch_twin.h"
+
 namespace {
 
 double median(std::vector<double> v) {
@@ -47,27 +49,15 @@ struct TorchResults {
 
 TorchResults run_torch(const std::string& sizes, int reps, int threads) {
   TorchResults r;
-  const std::string script = std::string(POSGRAD_SOURCE_DIR) + "/bench/sgemm_torch.py";
-  const char* python = std::getenv("POSGRAD_PYTHON");
-  const std::string cmd = std::string(python && *python ? python : "/usr/bin/python3") + " '" +
-                          script + "' --sizes " + sizes + " --reps " +
-                          std::to_string(reps) + " --threads " + std::to_string(threads) +
-                          " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) {
-    r.info = "could not start " + cmd;
-    return r;
-  }
-  std::string all;
-  char line[4096];
-  while (fgets(line, sizeof line, pipe)) {
-    all += line;
+  const posgrad::bench::TwinRun run = posgrad::bench::run_torch_twin(
+      "sgemm_torch.py", fmt::format("--sizes {} --reps {} --threads {}", sizes, reps, threads), 0);
+  std::istringstream lines(run.output);
+  for (std::string line; std::getline(lines, line);) {
     std::istringstream in(line);
     std::string tag;
     in >> tag;
     if (tag == "INFO") {
-      r.info = std::string(line + 5);
-      while (!r.info.empty() && r.info.back() == '\n') r.info.pop_back();
+      r.info = line.size() > 5 ? line.substr(5) : "";
     } else if (tag == "RESULT") {
       std::string path;
       int64_t n = 0;
@@ -75,13 +65,9 @@ TorchResults run_torch(const std::string& sizes, int reps, int threads) {
       if (in >> path >> n >> ms) (path == "onednn" ? r.onednn : r.matmul)[n] = ms;
     }
   }
-  const int status = pclose(pipe);
-  r.ok = status == 0 && !r.matmul.empty();
-  if (!r.ok) {
-    // Most likely python3 or torch is missing; show the tail of what it said.
-    if (all.size() > 600) all = "..." + all.substr(all.size() - 600);
-    r.info = "PyTorch unavailable (" + cmd + " failed):\n" + all;
-  }
+  r.ok = run.ok && !r.matmul.empty();
+  // Most likely python3 or torch is missing; show the tail of what it said.
+  if (!r.ok) r.info = "PyTorch unavailable (" + run.command + " failed):\n" + run.tail();
   return r;
 }
 

@@ -4,7 +4,7 @@
 //
 // Usage: bench_transformer [--batch 32] [--tokens 256] [--width 128] [--heads 4] [--ff 512]
 //                          [--layers 4] [--reps 5] [--warmup 2] [--device cpu|cuda] [--no-torch]
-// On cuda each timed step ends with a device synchronisation (the twin times with CUDA events);
+// Steps are timed with DeviceTimer (CUDA events on a GPU, as the twin does; the host clock on the CPU);
 // a GPU-sized run is e.g. --device cuda --batch 64 --tokens 512 --width 256 --heads 8 --ff 1024
 // --layers 6.
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "attention/transformer_classifier.h"
+#include "bench/torch_twin.h"
 #include "nn/adam.h"
 #include "nn/losses.h"
 #include "posgrad.h"
@@ -26,19 +27,14 @@
 using namespace posgrad;
 
 namespace {
-double run_torch(const std::map<std::string, int64_t>& a, int threads, const Device& device) {
-  std::string cmd = fmt::format("OMP_NUM_THREADS={} /usr/bin/python3 {}/bench/transformer_torch.py --device {}", threads,
-                                POSGRAD_SOURCE_DIR, device.is_cpu() ? "cpu" : "cuda");
-  for (const auto& [k, v] : a) cmd += fmt::format(" --{} {}", k, v);
-  cmd += " 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return -1;
-  char buf[4096];
-  std::string out;
-  while (fgets(buf, sizeof buf, pipe)) out += buf;
-  if (pclose(pipe) != 0) return -1;
-  const auto at = out.find("\"median_ms\": ");
-  return at == std::string::npos ? -1 : std::stod(out.substr(at + 13));
+// The twin's median in ms, or a negative number when it could not run (its output says why).
+double run_torch(const std::map<std::string, int64_t>& a, int threads, const Device& device,
+                 bench::TwinRun& run) {
+  std::string args = fmt::format("--device {}", device.is_cpu() ? "cpu" : "cuda");
+  for (const auto& [k, v] : a) args += fmt::format(" --{} {}", k, v);
+  run = bench::run_torch_twin("transformer_torch.py", args, threads);
+  const auto at = run.output.find("\"median_ms\": ");
+  return !run.ok || at == std::string::npos ? -1 : std::stod(run.output.substr(at + 13));
 }
 }  // namespace
 
@@ -84,14 +80,16 @@ int main(int argc, char** argv) try {
     Variable loss = cross_entropy(model.forward(tokens), labels);
     loss.backward();
     opt.step();
-    if (!device.is_cpu()) synchronize(device);  // the step is done when the device is
   };
   for (int64_t i = 0; i < a["warmup"]; ++i) step();
+  synchronize(device);
   std::vector<double> runs;
+  DeviceTimer timer(device);  // CUDA events on a GPU, like the twin's
   for (int64_t i = 0; i < a["reps"]; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+    timer.start();
     step();
-    runs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    timer.stop();
+    runs.push_back(timer.elapsed_ms());
   }
   std::sort(runs.begin(), runs.end());
   const double ours = runs[runs.size() / 2];
@@ -100,9 +98,11 @@ int main(int argc, char** argv) try {
   fmt::print("  posgrad median {:.1f} ms  (runs: {:.1f})\n", ours, fmt::join(runs, ", "));
   if (torch) {
     std::map<std::string, int64_t> ta = a;
-    const double theirs = run_torch(ta, threads, device);
+    bench::TwinRun run;
+    const double theirs = run_torch(ta, threads, device, run);
     if (theirs < 0) {
-      fmt::print("  PyTorch twin unavailable (needs /usr/bin/python3 with torch: scripts/install_deps.sh --bench)\n");
+      fmt::print("  PyTorch twin unavailable (needs python3 with torch: scripts/install_deps.sh --bench, or "
+                 "POSGRAD_PYTHON): {}\n{}\n", run.command, run.tail());
     } else {
       fmt::print("  PyTorch median {:.1f} ms\n", theirs);
       fmt::print("  ratio posgrad/PyTorch = {:.2f}x  (< 1 means posgrad is faster)\n", ours / theirs);

@@ -5,6 +5,7 @@
 #include "tensor/device.h"
 
 #include <atomic>
+#include <chrono>
 
 #ifdef POSGRAD_HAVE_CUDA
 #include "tensor/cuda/runtime.h"
@@ -69,6 +70,50 @@ void cuda_empty_cache() {
 #ifdef POSGRAD_HAVE_CUDA
   if (cuda_available()) cuda::empty_cache();
 #endif
+}
+
+namespace {
+double host_now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+DeviceTimer::DeviceTimer(Device device) : device_(device) {
+  require_device(device);
+#ifdef POSGRAD_HAVE_CUDA
+  if (device.is_cuda()) {
+    start_event_ = cuda::event_create(device.index);
+    stop_event_ = cuda::event_create(device.index);
+  }
+#endif
+}
+
+DeviceTimer::~DeviceTimer() {
+#ifdef POSGRAD_HAVE_CUDA
+  if (start_event_) cuda::event_destroy(start_event_);
+  if (stop_event_) cuda::event_destroy(stop_event_);
+#endif
+}
+
+void DeviceTimer::start() {
+#ifdef POSGRAD_HAVE_CUDA
+  if (start_event_) return cuda::event_record(start_event_, device_.index);
+#endif
+  host_start_ms_ = host_now_ms();
+}
+
+void DeviceTimer::stop() {
+#ifdef POSGRAD_HAVE_CUDA
+  if (stop_event_) return cuda::event_record(stop_event_, device_.index);
+#endif
+  host_stop_ms_ = host_now_ms();
+}
+
+double DeviceTimer::elapsed_ms() {
+#ifdef POSGRAD_HAVE_CUDA
+  if (start_event_) return cuda::event_elapsed_ms(start_event_, stop_event_);
+#endif
+  return host_stop_ms_ - host_start_ms_;
 }
 
 }  // namespace posgrad

@@ -42,4 +42,24 @@ CudaMemoryStats cuda_memory_stats(int device_index = 0);
 // Returns every cached (free) block of every GPU to the driver.
 void cuda_empty_cache();
 
+// Times the work queued on a device between start() and stop(): CUDA events on the device's
+// stream (what PyTorch's torch.cuda.Event measures; no host synchronisation inside the timed
+// region), the host's steady clock on the CPU. elapsed_ms() waits for stop() to be reached.
+class DeviceTimer {
+ public:
+  explicit DeviceTimer(Device device);
+  ~DeviceTimer();
+  DeviceTimer(const DeviceTimer&) = delete;
+  DeviceTimer& operator=(const DeviceTimer&) = delete;
+  void start();
+  void stop();
+  double elapsed_ms();
+
+ private:
+  Device device_;
+  void* start_event_ = nullptr;  // CUDA events (cudaEvent_t), on a GPU only
+  void* stop_event_ = nullptr;
+  double host_start_ms_ = 0, host_stop_ms_ = 0;
+};
+
 }  // namespace posgrad

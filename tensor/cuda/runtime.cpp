@@ -1,6 +1,6 @@
 // CUDA runtime plumbing: probing for devices and installing the backend (initialize), the
 // per-device contexts (stream, cuBLAS handle), the error messages of check.h, and
-// the statistics/synchronisation entry points of runtime.h. No kernels here.
+// the statistics/synchronisation/event entry points of runtime.h. No kernels here.
 #include "tensor/cuda/runtime.h"
 
 #include <array>
@@ -141,6 +141,27 @@ const Availability& initialize() {
 }
 
 void synchronize(int device) { sync_stream(context(device), "synchronize"); }
+
+void* event_create(int device) {
+  POSGRAD_CUDA_CHECK("DeviceTimer", cudaSetDevice(device));
+  cudaEvent_t event = nullptr;
+  POSGRAD_CUDA_CHECK("DeviceTimer", cudaEventCreate(&event));
+  return event;
+}
+
+void event_record(void* event, int device) {
+  POSGRAD_CUDA_CHECK("DeviceTimer", cudaEventRecord(static_cast<cudaEvent_t>(event), context(device).stream));
+}
+
+double event_elapsed_ms(void* start, void* stop) {
+  POSGRAD_CUDA_CHECK("DeviceTimer", cudaEventSynchronize(static_cast<cudaEvent_t>(stop)));
+  float ms = 0;
+  POSGRAD_CUDA_CHECK("DeviceTimer", cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start),
+                                                         static_cast<cudaEvent_t>(stop)));
+  return ms;
+}
+
+void event_destroy(void* event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
 
 CudaMemoryStats memory_stats(int device) {
   const AllocatorCounters c = device_allocator_counters(device);

@@ -20,6 +20,12 @@ struct Availability {
 const Availability& initialize();
 
 void synchronize(int device);
+
+// CUDA events for DeviceTimer (device.h), as opaque pointers: recorded on the device's stream.
+void* event_create(int device);
+void event_record(void* event, int device);
+double event_elapsed_ms(void* start, void* stop);  // waits for `stop`
+void event_destroy(void* event);
 CudaMemoryStats memory_stats(int device);
 void empty_cache();
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "nn/optimizer.h"
 #include "posgrad.h"
 #include "tensor/device.h"
 #include "tests/device_support.h"
@@ -24,16 +25,10 @@ using posgrad::test::throws_with;
 
 namespace {
 
+using posgrad::test::GpuAbsent;
 using posgrad::test::GpuPresent;
 using posgrad::test::kGPU;
 
-struct GpuAbsent {
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
-    boost::test_tools::assertion_result r(!cuda_available());
-    if (!r) r.message() << "a GPU is present (the cuda_parity suite covers it)";
-    return r;
-  }
-};
 
 // Uniform in +-[0.25, 2]: random, non-zero, signs mixed.
 Tensor nonzero(const Shape& shape, Generator& gen, DType dtype = kFloat32) {
@@ -448,6 +443,23 @@ GPU_TEST_CASE(fused_adam_kernel_matches_the_cpu_loop) {
   adam_update_fused(p, g, m, v, vmax, cfg);
   adam_update_composite(p2, g, m2, v2, vmax2, cfg);
   check_close(p2.to(kCPU), p, 1e-6, 1e-7, "fused vs composite on the GPU");
+}
+
+GPU_TEST_CASE(nonfinite_flags_on_the_device_match_the_cpu) {
+  Generator gen(23);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  std::vector<Tensor> cpu_tensors;
+  for (int i = 0; i < 6; ++i) cpu_tensors.push_back(nonzero({1000 + 37 * i}, gen, i % 2 ? kFloat64 : kFloat32));
+  cpu_tensors[1].data<double>()[999] = nan;
+  cpu_tensors[2].data<float>()[3] = static_cast<float>(-inf);
+  cpu_tensors[5].data<double>()[0] = inf;
+  std::vector<Tensor> gpu_tensors;
+  for (const Tensor& t : cpu_tensors) gpu_tensors.push_back(t.to(kGPU));
+  gpu_tensors.push_back(cpu_tensors[0]);  // a CPU tensor in the same list
+  cpu_tensors.push_back(cpu_tensors[0]);
+  const std::vector<char> expected{0, 1, 1, 0, 0, 1, 0};
+  BOOST_TEST(nonfinite_flags(cpu_tensors) == expected, boost::test_tools::per_element());
+  BOOST_TEST(nonfinite_flags(gpu_tensors) == expected, boost::test_tools::per_element());
 }
 
 GPU_TEST_CASE(caching_allocator_reuses_blocks) {
