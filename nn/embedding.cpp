@@ -20,7 +20,10 @@ Variable Embedding::forward(const Tensor& indices) {
     fail("Embedding({}, {}): indices must be an int64 tensor, got {}", num_, dim_,
          indices.defined() ? indices.describe() : std::string("an undefined tensor"));
   if (indices.numel() > 0) {  // one clear message instead of the gather kernel's
-    const auto lo = static_cast<int64_t>(amin(indices).item()), hi = static_cast<int64_t>(amax(indices).item());
+    // Both extremes in one read-back (one synchronisation when the indices are on a GPU).
+    const std::vector<int64_t> range = 
+        cat(std::vector<Tensor>{amin(indices).reshape({1}), amax(indices).reshape({1})}, 0).to_vector<int64_t>();
+    const int64_t lo = range[0], hi = range[1];
     if (lo < 0 || hi >= num_)
       fail("Embedding({}, {}): index {} is out of range [0, {}) (indices {})", num_, dim_, lo < 0 ? lo : hi, num_,
            indices.describe());

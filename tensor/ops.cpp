@@ -252,6 +252,8 @@ Tensor log_softmax(const Tensor& x, int64_t axis) {
 
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t axis, bool log) {
   if (y.shape() != dy.shape()) fail("softmax_backward: {} vs {}", y.describe(), dy.describe());
+  if (!is_floating(y.dtype())) fail("softmax_backward: floating-point input required, got {}", y.describe());
+  check_same_dtype(y, dy, "softmax_backward");
   check_same_device(y, dy, "softmax_backward");
   axis = normalize_axis(axis, y.dim(), "softmax_backward");
   const int64_t last = y.dim() - 1;
@@ -269,6 +271,7 @@ Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t axis, bool lo
 LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   check_defined(x, "layer_norm");
   if (x.dim() < 1) fail("layer_norm: input must have at least one axis, got {}", x.describe());
+  if (!is_floating(x.dtype())) fail("layer_norm: floating-point input required, got {}", x.describe());
   const int64_t D = x.size(-1);
   for (const Tensor* p : {&weight, &bias})
     if (p->defined() && (p->dim() != 1 || p->size(0) != D || p->dtype() != x.dtype()))
@@ -289,8 +292,14 @@ LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
 
 LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                    const Tensor& mean, const Tensor& rstd) {
+  if (!is_floating(x.dtype())) fail("layer_norm_backward: floating-point input required, got {}", x.describe());
+  for (const Tensor* t : {&dy, &mean, &rstd})
+    if (!t->defined()) fail("layer_norm_backward: dy, mean and rstd are required");
   for (const Tensor* t : {&dy, &weight, &mean, &rstd})
-    if (t->defined()) check_same_device(x, *t, "layer_norm_backward");
+    if (t->defined()) {
+      check_same_dtype(x, *t, "layer_norm_backward");
+      check_same_device(x, *t, "layer_norm_backward");
+    }
   const int64_t D = x.size(-1);
   const int64_t rows = D ? x.numel() / D : 0;
   LayerNormGrads g{Tensor::empty(x.shape(), x.dtype(), x.device()), Tensor(), Tensor()};

@@ -190,6 +190,22 @@ BOOST_AUTO_TEST_CASE(layer_norm_normalises_rows) {
   BOOST_TEST(throws_with([&] { layer_norm(x, Tensor::ones({3}), Tensor(), 1e-5); }, "weight/bias"));
 }
 
+BOOST_AUTO_TEST_CASE(normalisation_backward_rejects_mixed_or_integer_dtypes) {
+  // Checked in the front-end, so every backend (the CUDA kernels read raw pointers) gets them.
+  Tensor x = T({1, 2, 3, 4, 2, 2, 2, 2}, {2, 4});
+  const LayerNormResult r = layer_norm(x, Tensor(), Tensor(), 1e-5);
+  BOOST_TEST(throws_with([&] { layer_norm(Tensor::zeros({2, 4}, kInt64), Tensor(), Tensor(), 1e-5); },
+                         "layer_norm: floating-point input required"));
+  BOOST_TEST(throws_with([&] { layer_norm_backward(x.to(kFloat64), x, Tensor(), r.mean, r.rstd); },
+                         "layer_norm_backward: dtypes differ"));
+  BOOST_TEST(throws_with([&] { layer_norm_backward(x, x, Tensor(), r.mean.to(kFloat64), r.rstd); },
+                         "layer_norm_backward: dtypes differ"));
+  const Tensor y = softmax(x, -1);
+  BOOST_TEST(throws_with([&] { softmax_backward(y, x.to(kFloat64), -1, false); }, "softmax_backward: dtypes differ"));
+  BOOST_TEST(throws_with([&] { softmax_backward(y.to(kInt64), y.to(kInt64), -1, false); },
+                         "softmax_backward: floating-point input required"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(indexing_and_joining)
