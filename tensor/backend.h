@@ -11,9 +11,6 @@
 
 namespace posgrad {
 
-enum class ReduceOp { Sum, Mean, Max, Min, Var };
-enum class RandomKind { Uniform, Normal, Bernoulli };
-
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -9,19 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include "tensor/op_codes.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"
 
 namespace posgrad {
 
 // ------------------------------------------------------------ elementwise
-enum class UnaryOp {
-  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Sin, Cos, Tanh, Sigmoid, Relu, Gelu, Square, Reciprocal,
-  // parametrised: AddScalar(p), MulScalar(p), PowScalar(p), Clamp(p=min, q=max), GeluGrad
-  AddScalar, MulScalar, PowScalar, Clamp, GeluGrad, ReluMask
-};
-enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
-
+// Op codes (UnaryOp, BinaryOp) are in tensor/op_codes.h.
 Tensor unary(UnaryOp op, const Tensor& x, double p = 0.0, double q = 0.0);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
 

@@ -1,13 +1,14 @@
 // CPU elementwise primitives: copy/cast, fill, unary, binary, where, accumulate, and the backend
 // registry. Every kernel is a row function handed to strided_for_each, so broadcasting and
 // views cost nothing extra; each op is its own template instantiation so the inner loops
-// vectorise.
+// vectorise. The per-element formulas are tensor/element_ops.h, shared with the CUDA kernels.
 #include <cmath>
 #include <cstring>
 
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/strided_loop.h"
 #include "tensor/device.h"
+#include "tensor/element_ops.h"
 
 namespace posgrad {
 
@@ -77,91 +78,32 @@ void map2(const Tensor& a, const Tensor& b, Tensor& out, F f) {
                       });
 }
 
+// One loop per op (the formula is a compile-time choice, so each loop vectorises).
 template <typename T>
-T gelu_exact(T x) {
-  return static_cast<T>(0.5) * x * (static_cast<T>(1) + std::erf(x * static_cast<T>(0.70710678118654752440)));
-}
-template <typename T>
-T gelu_exact_grad(T x) {
-  const T cdf = static_cast<T>(0.5) * (static_cast<T>(1) + std::erf(x * static_cast<T>(0.70710678118654752440)));
-  const T pdf = std::exp(static_cast<T>(-0.5) * x * x) * static_cast<T>(0.39894228040143267794);
-  return cdf + x * pdf;
-}
-
-template <typename T>
-void unary_float(UnaryOp op, const Tensor& x, Tensor& out, T p, T q) {
-  const T one = 1, zero = 0;
-  switch (op) {
-    case UnaryOp::Neg: return map1<T>(x, out, [](T v) { return -v; });
-    case UnaryOp::Exp: return map1<T>(x, out, [](T v) { return std::exp(v); });
-    case UnaryOp::Log: return map1<T>(x, out, [](T v) { return std::log(v); });
-    case UnaryOp::Sqrt: return map1<T>(x, out, [](T v) { return std::sqrt(v); });
-    case UnaryOp::Rsqrt: return map1<T>(x, out, [one](T v) { return one / std::sqrt(v); });
-    case UnaryOp::Abs: return map1<T>(x, out, [](T v) { return std::abs(v); });
-    case UnaryOp::Sign: return map1<T>(x, out, [zero](T v) { return static_cast<T>((v > zero) - (v < zero)); });
-    case UnaryOp::Sin: return map1<T>(x, out, [](T v) { return std::sin(v); });
-    case UnaryOp::Cos: return map1<T>(x, out, [](T v) { return std::cos(v); });
-    case UnaryOp::Tanh: return map1<T>(x, out, [](T v) { return std::tanh(v); });
-    case UnaryOp::Sigmoid: return map1<T>(x, out, [one](T v) { return one / (one + std::exp(-v)); });
-    case UnaryOp::Relu: return map1<T>(x, out, [zero](T v) { return v > zero ? v : zero; });
-    case UnaryOp::ReluMask: return map1<T>(x, out, [zero, one](T v) { return v > zero ? one : zero; });
-    case UnaryOp::Gelu: return map1<T>(x, out, [](T v) { return gelu_exact(v); });
-    case UnaryOp::GeluGrad: return map1<T>(x, out, [](T v) { return gelu_exact_grad(v); });
-    case UnaryOp::Square: return map1<T>(x, out, [](T v) { return v * v; });
-    case UnaryOp::Reciprocal: return map1<T>(x, out, [one](T v) { return one / v; });
-    case UnaryOp::AddScalar: return map1<T>(x, out, [p](T v) { return v + p; });
-    case UnaryOp::MulScalar: return map1<T>(x, out, [p](T v) { return v * p; });
-    case UnaryOp::PowScalar:
-      if (p == static_cast<T>(2)) return map1<T>(x, out, [](T v) { return v * v; });
-      return map1<T>(x, out, [p](T v) { return std::pow(v, p); });
-    case UnaryOp::Clamp: return map1<T>(x, out, [p, q](T v) { return v < p ? p : (v > q ? q : v); });
-  }
-  fail("unary: unknown op {}", static_cast<int>(op));
-}
-
-void unary_int(UnaryOp op, const Tensor& x, Tensor& out, int64_t p, int64_t q) {
-  using T = int64_t;
-  switch (op) {
-    case UnaryOp::Neg: return map1<T>(x, out, [](T v) { return -v; });
-    case UnaryOp::Abs: return map1<T>(x, out, [](T v) { return v < 0 ? -v : v; });
-    case UnaryOp::Sign: return map1<T>(x, out, [](T v) { return static_cast<T>((v > 0) - (v < 0)); });
-    case UnaryOp::AddScalar: return map1<T>(x, out, [p](T v) { return v + p; });
-    case UnaryOp::MulScalar: return map1<T>(x, out, [p](T v) { return v * p; });
-    case UnaryOp::Clamp: return map1<T>(x, out, [p, q](T v) { return v < p ? p : (v > q ? q : v); });
-    default: fail("unary: op {} is not defined for int64", static_cast<int>(op));
-  }
+void unary_typed(UnaryOp op, const Tensor& x, Tensor& out, T p, T q) {
+  if constexpr (std::is_integral_v<T>)
+    if (!element::unary_defined_for_integers(op)) fail("unary: op {} is not defined for int64", static_cast<int>(op));
+  element::with_unary_op(op, [&](auto k) {
+    map1<T>(x, out, [p, q](T v) { return element::unary_value<decltype(k)::value>(v, p, q); });
+  });
 }
 
 template <typename T>
 void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  const T one = 1, zero = 0;
-  switch (op) {
-    case BinaryOp::Add: return map2<T>(a, b, out, [](T x, T y) { return x + y; });
-    case BinaryOp::Sub: return map2<T>(a, b, out, [](T x, T y) { return x - y; });
-    case BinaryOp::Mul: return map2<T>(a, b, out, [](T x, T y) { return x * y; });
-    case BinaryOp::Div:
-      if constexpr (std::is_integral_v<T>) {
-        bool by_zero = false;
-        map2<T>(a, b, out, [&by_zero](T x, T y) {
-          if (y == 0) { by_zero = true; return T(0); }
-          return x / y;
-        });
-        if (by_zero) fail("div: integer division by zero");
-        return;
-      } else {
-        return map2<T>(a, b, out, [](T x, T y) { return x / y; });
-      }
-    case BinaryOp::Pow:
-      return map2<T>(a, b, out, [](T x, T y) { return static_cast<T>(std::pow(x, y)); });
-    case BinaryOp::Maximum: return map2<T>(a, b, out, [](T x, T y) { return x > y ? x : y; });
-    case BinaryOp::Minimum: return map2<T>(a, b, out, [](T x, T y) { return x < y ? x : y; });
-    case BinaryOp::Eq: return map2<T>(a, b, out, [=](T x, T y) { return x == y ? one : zero; });
-    case BinaryOp::Ne: return map2<T>(a, b, out, [=](T x, T y) { return x != y ? one : zero; });
-    case BinaryOp::Lt: return map2<T>(a, b, out, [=](T x, T y) { return x < y ? one : zero; });
-    case BinaryOp::Le: return map2<T>(a, b, out, [=](T x, T y) { return x <= y ? one : zero; });
-    case BinaryOp::Gt: return map2<T>(a, b, out, [=](T x, T y) { return x > y ? one : zero; });
-    case BinaryOp::Ge: return map2<T>(a, b, out, [=](T x, T y) { return x >= y ? one : zero; });
+  if constexpr (std::is_integral_v<T>) {
+    if (op == BinaryOp::Div) {
+      bool by_zero = false;
+      map2<T>(a, b, out, [&by_zero](T x, T y) {
+        by_zero = by_zero || y == 0;
+        return element::binary_value<BinaryOp::Div>(x, y);
+      });
+      if (by_zero) fail("div: integer division by zero");
+      return;
+    }
   }
+  element::with_binary_op(op, [&](auto k) {
+    map2<T>(a, b, out, [](T x, T y) { return element::binary_value<decltype(k)::value>(x, y); });
+  });
 }
 
 template <typename D, typename S>
@@ -201,10 +143,7 @@ void CpuBackend::fill(Tensor& dst, double value) {
 }
 
 void CpuBackend::unary(UnaryOp op, const Tensor& x, Tensor& out, double p, double q) {
-  if (x.dtype() == kInt64) return unary_int(op, x, out, static_cast<int64_t>(p), static_cast<int64_t>(q));
-  dispatch_float(x.dtype(), "unary", [&]<typename T>() {
-    unary_float<T>(op, x, out, static_cast<T>(p), static_cast<T>(q));
-  });
+  dispatch_all(x.dtype(), [&]<typename T>() { unary_typed<T>(op, x, out, static_cast<T>(p), static_cast<T>(q)); });
 }
 
 void CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {

@@ -19,17 +19,10 @@
 
 namespace posgrad::cuda {
 
-// The kernels' op codes must follow the front-end's enums.
+// The kernels' dtype codes must follow the front-end's enum.
 static_assert(static_cast<int>(DType::Float32) == static_cast<int>(KType::F32) &&
               static_cast<int>(DType::Float64) == static_cast<int>(KType::F64) &&
               static_cast<int>(DType::Int64) == static_cast<int>(KType::I64));
-static_assert(static_cast<int>(UnaryOp::ReluMask) == static_cast<int>(KUnary::ReluMask) &&
-              static_cast<int>(UnaryOp::Reciprocal) == static_cast<int>(KUnary::Reciprocal) &&
-              static_cast<int>(UnaryOp::Clamp) == static_cast<int>(KUnary::Clamp));
-static_assert(static_cast<int>(BinaryOp::Ge) == static_cast<int>(KBinary::Ge) &&
-              static_cast<int>(BinaryOp::Pow) == static_cast<int>(KBinary::Pow));
-static_assert(static_cast<int>(ReduceOp::Var) == static_cast<int>(KReduce::Var));
-static_assert(static_cast<int>(RandomKind::Bernoulli) == static_cast<int>(KRandom::Bernoulli));
 
 namespace {
 
@@ -148,7 +141,7 @@ void CudaBackend::fill(Tensor& dst, double value) {
 void CudaBackend::unary(UnaryOp op, const Tensor& x, Tensor& out, double p, double q) {
   check_on(x, out.device(), "unary", "the input");
   const auto s = make_strided<2>(out.shape(), {x.strides(), out.strides()}, "unary");
-  launch_unary(ktype(out), static_cast<KUnary>(op), x.raw_data(), out.raw_data(), s, p, q,
+  launch_unary(ktype(out), op, x.raw_data(), out.raw_data(), s, p, q,
                ctx_of(out).stream);
 }
 
@@ -161,12 +154,12 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& 
   if (op == BinaryOp::Div && out.dtype() == kInt64) {
     DeviceScratch flag(sizeof(int64_t), ctx.index);
     POSGRAD_CUDA_CHECK("div", cudaMemsetAsync(flag.as<int64_t>(), 0, sizeof(int64_t), ctx.stream));
-    launch_binary(ktype(out), KBinary::Div, a.raw_data(), b.raw_data(), out.raw_data(), s,
+    launch_binary(ktype(out), BinaryOp::Div, a.raw_data(), b.raw_data(), out.raw_data(), s,
                   flag.as<int64_t>(), ctx.stream);
     if (read_int64(ctx, flag.as<int64_t>(), "div") != 0) fail("div: integer division by zero");
     return;
   }
-  launch_binary(ktype(out), static_cast<KBinary>(op), a.raw_data(), b.raw_data(), out.raw_data(), s,
+  launch_binary(ktype(out), op, a.raw_data(), b.raw_data(), out.raw_data(), s,
                 nullptr, ctx.stream);
 }
 
@@ -191,7 +184,7 @@ void CudaBackend::accumulate(Tensor& dst, const Tensor& src) {
 void CudaBackend::reduce_rows(ReduceOp op, const Tensor& x, Tensor& out, int64_t correction) {
   check_on(x, out.device(), "reduce", "the input");
   DeviceContext& ctx = ctx_of(out);
-  launch_reduce_rows(ktype(x), static_cast<KReduce>(op), x.raw_data(), out.raw_data(), x.size(0),
+  launch_reduce_rows(ktype(x), op, x.raw_data(), out.raw_data(), x.size(0),
                      x.size(1), correction, ctx.index, ctx.stream);
 }
 
@@ -330,7 +323,7 @@ void CudaBackend::scatter_add(const Tensor& index, const Tensor& src, Tensor& ou
 void CudaBackend::random(RandomKind kind, Tensor& out, double a, double b, uint64_t seed,
                          uint64_t offset) {
   if (!is_floating(out.dtype())) fail("random: floating-point dtype required, got {}", out.describe());
-  launch_random(ktype(out), static_cast<KRandom>(kind), out.raw_data(), out.numel(), a, b, seed,
+  launch_random(ktype(out), kind, out.raw_data(), out.numel(), a, b, seed,
                 offset, ctx_of(out).stream);
 }
 

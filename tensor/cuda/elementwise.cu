@@ -2,112 +2,37 @@
 // accumulate. One grid-stride kernel per dtype (and op family); the op is a switch inside the
 // kernel (uniform across a launch, so it costs no divergence) which keeps the number of template
 // instantiations, and nvcc's time, small. Operands are strided (coalesced on the host), so
-// broadcasts (stride 0) and transposed views need no copy. Formulas mirror tensor/cpu/
-// elementwise.cpp; libdevice's transcendental functions may differ from glibc by a few ulp.
+// broadcasts (stride 0) and transposed views need no copy. The formulas are the CPU's own
+// (tensor/element_ops.h); libdevice's transcendental functions may differ from glibc by a few ulp.
 #include "tensor/cuda/device_utils.cuh"
+#include "tensor/element_ops.h"
 
 namespace posgrad::cuda {
 
 namespace {
 
 template <typename T>
-__device__ __forceinline__ T unary_float_op(KUnary op, T v, T p, T q) {
-  using M = Math<T>;
-  const T one = 1, zero = 0;
-  switch (op) {
-    case KUnary::Neg: return -v;
-    case KUnary::Exp: return M::exp(v);
-    case KUnary::Log: return M::log(v);
-    case KUnary::Sqrt: return M::sqrt(v);
-    case KUnary::Rsqrt: return one / M::sqrt(v);
-    case KUnary::Abs: return M::abs(v);
-    case KUnary::Sign: return static_cast<T>((v > zero) - (v < zero));
-    case KUnary::Sin: return M::sin(v);
-    case KUnary::Cos: return M::cos(v);
-    case KUnary::Tanh: return M::tanh(v);
-    case KUnary::Sigmoid: return one / (one + M::exp(-v));
-    case KUnary::Relu: return v > zero ? v : zero;
-    case KUnary::ReluMask: return v > zero ? one : zero;
-    case KUnary::Gelu:
-      return static_cast<T>(0.5) * v * (one + M::erf(v * static_cast<T>(0.70710678118654752440)));
-    case KUnary::GeluGrad: {
-      const T cdf = static_cast<T>(0.5) * (one + M::erf(v * static_cast<T>(0.70710678118654752440)));
-      const T pdf = M::exp(static_cast<T>(-0.5) * v * v) * static_cast<T>(0.39894228040143267794);
-      return cdf + v * pdf;
-    }
-    case KUnary::Square: return v * v;
-    case KUnary::Reciprocal: return one / v;
-    case KUnary::AddScalar: return v + p;
-    case KUnary::MulScalar: return v * p;
-    case KUnary::PowScalar: return p == static_cast<T>(2) ? v * v : M::pow(v, p);
-    case KUnary::Clamp: return v < p ? p : (v > q ? q : v);
-  }
-  return v;
-}
-
-__device__ __forceinline__ int64_t unary_int_op(KUnary op, int64_t v, int64_t p, int64_t q) {
-  switch (op) {
-    case KUnary::Neg: return -v;
-    case KUnary::Abs: return v < 0 ? -v : v;
-    case KUnary::Sign: return (v > 0) - (v < 0);
-    case KUnary::AddScalar: return v + p;
-    case KUnary::MulScalar: return v * p;
-    case KUnary::Clamp: return v < p ? p : (v > q ? q : v);
-    default: return v;  // the op front-end rejects the others for int64
-  }
-}
-
-template <typename T>
-__global__ void unary_kernel(KUnary op, const T* x, T* out, Strided<2> s, T p, T q) {
+__global__ void unary_kernel(UnaryOp op, const T* x, T* out, Strided<2> s, T p, T q) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < s.numel;
        i += int64_t{gridDim.x} * blockDim.x) {
     int64_t off[2];
     strided_offsets<2>(s, i, off);
-    if constexpr (std::is_same_v<T, int64_t>) out[off[1]] = unary_int_op(op, x[off[0]], p, q);
-    else out[off[1]] = unary_float_op<T>(op, x[off[0]], p, q);
+    const T v = x[off[0]];
+    out[off[1]] = element::with_unary_op(op, [&](auto k) { return element::unary_value<decltype(k)::value>(v, p, q); });
   }
 }
 
 template <typename T>
-__device__ __forceinline__ T binary_op(KBinary op, T x, T y, int64_t* error_flag) {
-  const T one = 1, zero = 0;
-  switch (op) {
-    case KBinary::Add: return x + y;
-    case KBinary::Sub: return x - y;
-    case KBinary::Mul: return x * y;
-    case KBinary::Div:
-      if constexpr (std::is_same_v<T, int64_t>) {
-        if (y == 0) {
-          *error_flag = 1;
-          return 0;
-        }
-      }
-      return x / y;
-    case KBinary::Pow:
-      if constexpr (std::is_same_v<T, int64_t>)
-        return static_cast<int64_t>(::pow(static_cast<double>(x), static_cast<double>(y)));
-      else
-        return Math<T>::pow(x, y);
-    case KBinary::Maximum: return x > y ? x : y;
-    case KBinary::Minimum: return x < y ? x : y;
-    case KBinary::Eq: return x == y ? one : zero;
-    case KBinary::Ne: return x != y ? one : zero;
-    case KBinary::Lt: return x < y ? one : zero;
-    case KBinary::Le: return x <= y ? one : zero;
-    case KBinary::Gt: return x > y ? one : zero;
-    case KBinary::Ge: return x >= y ? one : zero;
-  }
-  return zero;
-}
-
-template <typename T>
-__global__ void binary_kernel(KBinary op, const T* a, const T* b, T* out, Strided<3> s,
+__global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, Strided<3> s,
                               int64_t* error_flag) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < s.numel;
        i += int64_t{gridDim.x} * blockDim.x) {
     int64_t off[3];
     strided_offsets<3>(s, i, off);
-    out[off[2]] = binary_op<T>(op, a[off[0]], b[off[1]], error_flag);
+    const T x = a[off[0]], y = b[off[1]];
+    if constexpr (std::is_integral_v<T>)
+      if (op == BinaryOp::Div && y == 0) *error_flag = 1;  // the host turns it into an Error
+    out[off[2]] = element::with_binary_op(op, [&](auto k) { return element::binary_value<decltype(k)::value>(x, y); });
   }
 }
 
@@ -173,7 +98,7 @@ void launch_fill(KType type, void* dst, int64_t n, double value, cudaStream_t st
   check_launch("fill", "fill_kernel");
 }
 
-void launch_unary(KType type, KUnary op, const void* x, void* out, const Strided<2>& s, double p,
+void launch_unary(KType type, UnaryOp op, const void* x, void* out, const Strided<2>& s, double p,
                   double q, cudaStream_t stream) {
   if (s.numel == 0) return;
   dispatch_type(type, [&](auto t_tag) {
@@ -184,7 +109,7 @@ void launch_unary(KType type, KUnary op, const void* x, void* out, const Strided
   check_launch("unary", "unary_kernel");
 }
 
-void launch_binary(KType type, KBinary op, const void* a, const void* b, void* out,
+void launch_binary(KType type, BinaryOp op, const void* a, const void* b, void* out,
                    const Strided<3>& s, int64_t* error_flag, cudaStream_t stream) {
   if (s.numel == 0) return;
   dispatch_type(type, [&](auto t_tag) {

@@ -78,7 +78,7 @@ __global__ void scatter_add_kernel(const int64_t* index, const T* src, T* out, i
 
 // Thread t computes Philox block offset + t and writes elements 4t .. 4t+3 (those below n).
 template <typename T>
-__global__ void random_kernel(KRandom kind, T* out, int64_t n, double a, double b, uint64_t seed,
+__global__ void random_kernel(RandomKind kind, T* out, int64_t n, double a, double b, uint64_t seed,
                               uint64_t offset) {
   const int64_t blocks = (n + 3) / 4;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < blocks;
@@ -90,10 +90,10 @@ __global__ void random_kernel(KRandom kind, T* out, int64_t n, double a, double 
       if (i >= n) break;
       double value;
       switch (kind) {
-        case KRandom::Uniform:
+        case RandomKind::Uniform:
           value = uniform_between(a, b, uint_to_unit(r[lane]));
           break;
-        case KRandom::Normal:
+        case RandomKind::Normal:
           value = normal_with(a, b, normal_from_block(r, lane));
           break;
         default:  // Bernoulli(p = a)
@@ -162,7 +162,7 @@ void launch_scatter_add(KType type, const int64_t* index, const void* src, void*
   check_launch("scatter_add", "scatter_add_kernel");
 }
 
-void launch_random(KType type, KRandom kind, void* out, int64_t n, double a, double b,
+void launch_random(KType type, RandomKind kind, void* out, int64_t n, double a, double b,
                    uint64_t seed, uint64_t offset, cudaStream_t stream) {
   if (n == 0) return;
   dispatch_float_type(type, [&](auto t_tag) {

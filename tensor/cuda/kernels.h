@@ -11,29 +11,23 @@
 #include <cstdint>
 
 #include "tensor/cuda/strided.h"
+#include "tensor/op_codes.h"
 
 namespace posgrad::cuda {
 
 // Dtype codes, in the order of posgrad::DType (checked by static_assert in backend.cpp).
 enum class KType : int { F32 = 0, F64 = 1, I64 = 2 };
 
-// Op codes, in the order of posgrad::UnaryOp / BinaryOp / ReduceOp / RandomKind (checked there).
-enum class KUnary : int {
-  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Sin, Cos, Tanh, Sigmoid, Relu, Gelu, Square, Reciprocal,
-  AddScalar, MulScalar, PowScalar, Clamp, GeluGrad, ReluMask
-};
-enum class KBinary : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
-enum class KReduce : int { Sum, Mean, Max, Min, Var };
-enum class KRandom : int { Uniform, Normal, Bernoulli };
+// Op codes are posgrad's own (tensor/op_codes.h), shared with the front-end.
 
 // ------------------------------------------------------------ elementwise.cu
 void launch_copy(KType dst_type, void* dst, KType src_type, const void* src, const Strided<2>& s,
                  cudaStream_t stream);
 void launch_fill(KType type, void* dst, int64_t n, double value, cudaStream_t stream);
-void launch_unary(KType type, KUnary op, const void* x, void* out, const Strided<2>& s, double p,
+void launch_unary(KType type, UnaryOp op, const void* x, void* out, const Strided<2>& s, double p,
                   double q, cudaStream_t stream);
 // Integer division by zero writes 1 to *error_flag (device memory, zeroed by the caller).
-void launch_binary(KType type, KBinary op, const void* a, const void* b, void* out,
+void launch_binary(KType type, BinaryOp op, const void* a, const void* b, void* out,
                    const Strided<3>& s, int64_t* error_flag, cudaStream_t stream);
 void launch_where(KType type, KType cond_type, const void* cond, const void* a, const void* b,
                   void* out, const Strided<4>& s, cudaStream_t stream);
@@ -43,7 +37,7 @@ void launch_accumulate(KType type, void* dst, const void* src, const Strided<2>&
 
 // ------------------------------------------------------------ rows.cu (x contiguous [rows, R])
 // `device` is where scratch for split rows comes from (the caching allocator).
-void launch_reduce_rows(KType type, KReduce op, const void* x, void* out, int64_t rows, int64_t R,
+void launch_reduce_rows(KType type, ReduceOp op, const void* x, void* out, int64_t rows, int64_t R,
                         int64_t correction, int device, cudaStream_t stream);
 void launch_argmax_rows(KType type, const void* x, int64_t* out, int64_t rows, int64_t R,
                         cudaStream_t stream);
@@ -79,7 +73,7 @@ void launch_gather(KType type, const void* x, const int64_t* index, void* out, i
 void launch_scatter_add(KType type, const int64_t* index, const void* src, void* out,
                         int64_t outer, int64_t n, int64_t inner, int64_t m, cudaStream_t stream);
 // Philox4x32-10 fill of n contiguous elements (the same numbers as tensor/random.h).
-void launch_random(KType type, KRandom kind, void* out, int64_t n, double a, double b,
+void launch_random(KType type, RandomKind kind, void* out, int64_t n, double a, double b,
                    uint64_t seed, uint64_t offset, cudaStream_t stream);
 
 // ------------------------------------------------------------ adam.cu

@@ -318,7 +318,7 @@ __global__ void layer_norm_param_finish_kernel(const double* pw, const double* p
 
 }  // namespace
 
-void launch_reduce_rows(KType type, KReduce op, const void* x, void* out, int64_t rows, int64_t R,
+void launch_reduce_rows(KType type, ReduceOp op, const void* x, void* out, int64_t rows, int64_t R,
                         int64_t correction, int device, cudaStream_t stream) {
   if (rows == 0) return;
   dispatch_type(type, [&](auto t_tag) {
@@ -327,15 +327,15 @@ void launch_reduce_rows(KType type, KReduce op, const void* x, void* out, int64_
     T* op_ = static_cast<T*>(out);
     using Acc = SumAcc<T>;
     switch (op) {
-      case KReduce::Sum:
+      case ReduceOp::Sum:
         return reduce_pass<T, Acc, Pass::Sum>(xp, rows, R, 0, 0, op_, nullptr, nullptr, device, stream);
-      case KReduce::Mean:
+      case ReduceOp::Mean:
         return reduce_pass<T, Acc, Pass::Sum>(xp, rows, R, 1, 0, op_, nullptr, nullptr, device, stream);
-      case KReduce::Max:
+      case ReduceOp::Max:
         return reduce_pass<T, T, Pass::Max>(xp, rows, R, 2, 0, op_, nullptr, nullptr, device, stream);
-      case KReduce::Min:
+      case ReduceOp::Min:
         return reduce_pass<T, T, Pass::Min>(xp, rows, R, 2, 0, op_, nullptr, nullptr, device, stream);
-      case KReduce::Var: {
+      case ReduceOp::Var: {
         // Two passes, like the CPU: the row means (double), then squared deviations from them.
         DeviceScratch means(static_cast<size_t>(rows) * sizeof(double), device);
         reduce_pass<T, double, Pass::Sum>(xp, rows, R, 3, 0, op_, means.as<double>(), nullptr, device, stream);
