@@ -83,7 +83,12 @@ DeviceTimer::DeviceTimer(Device device) : device_(device) {
 #ifdef POSGRAD_HAVE_CUDA
   if (device.is_cuda()) {
     start_event_ = cuda::event_create(device.index);
-    stop_event_ = cuda::event_create(device.index);
+    try {
+      stop_event_ = cuda::event_create(device.index);
+    } catch (...) {
+      cuda::event_destroy(start_event_);
+      throw;
+    }
   }
 #endif
 }

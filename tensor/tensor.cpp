@@ -210,7 +210,10 @@ void Tensor::copy_(const Tensor& src) {
   if (target != shape_)
     fail("copy_: source {} does not broadcast to destination {}", src.describe(), describe());
   check_same_device(*this, src, "copy_");
-  backend_for(device_).copy(src.expand(shape_), *this);
+  // A source sharing this storage (x[1:].copy_(x[:-1])) is read in full before anything is
+  // written, on every backend (GPU threads would otherwise race with the writes).
+  const Tensor from = src.storage() == storage_ ? src.clone() : src;
+  backend_for(device_).copy(from.expand(shape_), *this);
 }
 
 void Tensor::fill_(double value) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensor/cuda/check.h"
+#include "tensor/cuda/context.h"
 #include "tensor/error.h"
 
 namespace posgrad::cuda {
@@ -75,7 +76,7 @@ void* device_allocate(size_t nbytes, int device) {
     it->second.pop_back();
     p.counters.blocks_cached -= 1;
   } else {
-    POSGRAD_CUDA_CHECK("cuda allocator", cudaSetDevice(device));
+    make_current(device);
     cudaError_t error = cudaMalloc(&block, bytes);
     if (error == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // clear, then give the cache back to the driver and try once more
@@ -116,7 +117,7 @@ void device_empty_cache() {
   for (int d = 0; d < 64; ++d) {
     DevicePool& p = pools().devices[d];
     if (p.free_lists.empty()) continue;
-    POSGRAD_CUDA_CHECK("cuda_empty_cache", cudaSetDevice(d));
+    make_current(d);
     // Queued kernels may still read blocks that are already back in the lists: wait first.
     POSGRAD_CUDA_CHECK("cuda_empty_cache", cudaDeviceSynchronize());
     release_cached(p);

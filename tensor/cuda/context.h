@@ -21,6 +21,9 @@ struct DeviceContext {
   cublasHandle_t cublas = nullptr;  // created on first matmul
 };
 
+// Makes `device` the calling thread's current CUDA device. Every switch in posgrad goes through
+// here (never a bare cudaSetDevice), so an unchanged device costs no driver call.
+void make_current(int device);
 // The context of `device` (created on first use). Also makes `device` the calling thread's
 // current CUDA device, so launches and cudaMalloc go to the right GPU.
 DeviceContext& context(int device);

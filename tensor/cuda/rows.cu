@@ -128,7 +128,7 @@ void reduce_pass(const T* x, int64_t rows, int64_t R, int mode, int64_t correcti
   }
   const int64_t chunk_len = (R + chunks - 1) / chunks;
   DeviceScratch partial(static_cast<size_t>(rows * chunks) * sizeof(Acc), device);
-  reduce_partial_kernel<T, Acc, kPass><<<row_grid(rows * chunks), kThreads, 0, stream>>>(
+  reduce_partial_kernel<T, Acc, kPass><<<row_grid(rows * chunks), row_threads(chunk_len), 0, stream>>>(
       x, rows, R, chunks, chunk_len, mean_in, partial.as<Acc>());
   check_launch("reduce", "reduce_partial_kernel");
   reduce_finish_kernel<T, Acc, kPass><<<grid_for(rows), kThreads, 0, stream>>>(

@@ -4,6 +4,7 @@
 #include "tensor/cuda/runtime.h"
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -45,10 +46,11 @@ void fail_cublas(int status, const char* op, const char* call) {
 
 namespace {
 
-// Never destroyed (see context.h): one slot per device, created under the mutex.
+// Never destroyed (see context.h): one slot per device, created under the mutex and published
+// through an atomic pointer, so the per-op lookup takes no lock.
 struct Contexts {
   std::mutex mutex;
-  std::array<std::unique_ptr<DeviceContext>, 64> slots;
+  std::array<std::atomic<DeviceContext*>, 64> slots{};
 };
 Contexts& contexts() {
   static auto* c = new Contexts();
@@ -58,26 +60,32 @@ Contexts& contexts() {
 // cuBLAS's recommended workspace for Hopper (enough for every earlier architecture too).
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
+// The device this thread last made current (cudaSetDevice is then skipped when it is unchanged).
+thread_local int t_current_device = -1;
+
 }  // namespace
+
+void make_current(int device) {
+  if (t_current_device == device) return;
+  POSGRAD_CUDA_CHECK("cuda context", cudaSetDevice(device));
+  t_current_device = device;
+}
 
 DeviceContext& context(int device) {
   auto& all = contexts();
   if (device < 0 || device >= static_cast<int>(all.slots.size()))
     fail("cuda: device index {} is out of range", device);
-  POSGRAD_CUDA_CHECK("cuda context", cudaSetDevice(device));
-  {
-    std::lock_guard<std::mutex> lock(all.mutex);
-    if (all.slots[device]) return *all.slots[device];
-  }
-  auto ctx = std::make_unique<DeviceContext>();
+  make_current(device);
+  if (DeviceContext* ctx = all.slots[device].load(std::memory_order_acquire)) return *ctx;
+  std::lock_guard<std::mutex> lock(all.mutex);
+  if (DeviceContext* ctx = all.slots[device].load(std::memory_order_acquire)) return *ctx;
+  auto* ctx = new DeviceContext();
   ctx->index = device;
   POSGRAD_CUDA_CHECK("cuda context", cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
   POSGRAD_CUDA_CHECK("cuda context",
                      cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
-  std::lock_guard<std::mutex> lock(all.mutex);
-  if (!all.slots[device]) all.slots[device] = std::move(ctx);
-  // (A context built concurrently by another thread is dropped; its stream leaks, harmlessly.)
-  return *all.slots[device];
+  all.slots[device].store(ctx, std::memory_order_release);
+  return *ctx;
 }
 
 cublasHandle_t cublas_handle(DeviceContext& ctx) {
@@ -143,7 +151,7 @@ const Availability& initialize() {
 void synchronize(int device) { sync_stream(context(device), "synchronize"); }
 
 void* event_create(int device) {
-  POSGRAD_CUDA_CHECK("DeviceTimer", cudaSetDevice(device));
+  make_current(device);
   cudaEvent_t event = nullptr;
   POSGRAD_CUDA_CHECK("DeviceTimer", cudaEventCreate(&event));
   return event;

@@ -113,6 +113,16 @@ BOOST_AUTO_TEST_CASE(copy_and_cast) {
   BOOST_TEST(throws_with([&] { y.copy_(T({1, 2, 3}, {3})); }, "cannot be broadcast"));
 }
 
+BOOST_AUTO_TEST_CASE(copy_from_an_overlapping_view_reads_the_source_first) {
+  // A shift within one storage: every element must receive the value from before the copy.
+  Tensor x = T({0, 1, 2, 3, 4}, {5});
+  x.narrow(0, 1, 4).copy_(x.narrow(0, 0, 4));
+  BOOST_TEST((V(x) == std::vector<float>{0, 0, 1, 2, 3}));
+  Tensor m = T({1, 2, 3, 4}, {2, 2});
+  m.copy_(m.transpose(0, 1));  // in-place transpose
+  BOOST_TEST((V(m) == std::vector<float>{1, 3, 2, 4}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(reductions)
