@@ -39,7 +39,7 @@ twin_python="env LD_LIBRARY_PATH=$original_ld_path $python"
 summary=()
 {
   echo "gpu_check $(date -u +%FT%TZ)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 || true
   cat .gpu/build_info
 } > "$out/summary.txt"
 
@@ -70,7 +70,7 @@ if [[ "$what" == all || "$what" == bench ]]; then
       --ff 1024 --layers 6 --reps 10 --warmup 3 >> "$out/bench_transformer.txt" 2>&1
     summary+=("bench_transformer run $run: exit $?")
   done
-  while read -r line; do summary+=("    $line"); done < <(grep -E "median|ratio|unavailable" "$out/bench_transformer.txt")
+  while read -r line; do summary+=("    $line"); done < <(grep -E "median|ratio|unavailable|bench_transformer:" "$out/bench_transformer.txt")
 fi
 
 printf '%s\n' "${summary[@]}" >> "$out/summary.txt"

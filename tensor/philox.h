@@ -23,63 +23,28 @@ struct PhiloxBlock {
   POSGRAD_HD uint32_t operator[](int lane) const { return v[lane]; }
 };
 
+// The arithmetic Philox needs, correctly rounded on both sides (the GPU's explicit intrinsics
+// keep nvcc from fusing a multiply and an add where the CPU does not).
 namespace philox_detail {
-POSGRAD_HD uint32_t mulhi(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
-  return __umulhi(a, b);
+__device__ __forceinline__ uint32_t mulhi(uint32_t a, uint32_t b) { return __umulhi(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double fma_rn(double a, double b, double c) { return __fma_rn(a, b, c); }
+__device__ __forceinline__ double sqrt_rn(double x) { return __dsqrt_rn(x); }
+__device__ __forceinline__ double log(double x) { return ::log(x); }
+__device__ __forceinline__ double sin(double x) { return ::sin(x); }
+__device__ __forceinline__ double cos(double x) { return ::cos(x); }
 #else
-  return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
+inline uint32_t mulhi(uint32_t a, uint32_t b) { return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32); }
+inline double mul_rn(double a, double b) { return a * b; }
+inline double add_rn(double a, double b) { return a + b; }
+inline double fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+inline double sqrt_rn(double x) { return std::sqrt(x); }
+inline double log(double x) { return std::log(x); }
+inline double sin(double x) { return std::sin(x); }
+inline double cos(double x) { return std::cos(x); }
 #endif
-}
-POSGRAD_HD double mul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-POSGRAD_HD double add_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-POSGRAD_HD double fma_rn(double a, double b, double c) {
-#if defined(__CUDA_ARCH__)
-  return __fma_rn(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
-POSGRAD_HD double sqrt_rn(double x) {
-#if defined(__CUDA_ARCH__)
-  return __dsqrt_rn(x);
-#else
-  return std::sqrt(x);
-#endif
-}
-POSGRAD_HD double log(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::log(x);
-#else
-  return std::log(x);
-#endif
-}
-POSGRAD_HD double sin(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::sin(x);
-#else
-  return std::sin(x);
-#endif
-}
-POSGRAD_HD double cos(double x) {
-#if defined(__CUDA_ARCH__)
-  return ::cos(x);
-#else
-  return std::cos(x);
-#endif
-}
 }  // namespace philox_detail
 
 POSGRAD_HD PhiloxBlock philox4x32_10(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) {

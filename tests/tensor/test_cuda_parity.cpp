@@ -9,10 +9,12 @@
 // checks that asking for a CUDA tensor is a clear posgrad::Error, never a crash.
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "nn/optimizer.h"
 #include "posgrad.h"
@@ -85,9 +87,19 @@ BOOST_AUTO_TEST_CASE(asking_for_a_cuda_tensor_is_a_clear_error) {
   const CudaMemoryStats s = cuda_memory_stats();
   BOOST_TEST(s.device_mallocs == 0);
   cuda_empty_cache();  // a no-op, not an error
+  test::check_error([] { DeviceTimer timer(kGPU); }, {"cuda:0", "CUDA"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(device_timer_on_the_cpu_reads_the_host_clock) {
+  DeviceTimer timer(kCPU);
+  timer.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  timer.stop();
+  BOOST_TEST(timer.elapsed_ms() >= 29.0);
+  BOOST_TEST(timer.elapsed_ms() < 5000.0);
+}
 
 // ================================================================ with a GPU
 
@@ -483,6 +495,22 @@ GPU_TEST_CASE(caching_allocator_reuses_blocks) {
   BOOST_TEST(emptied.blocks_cached == 0);
   BOOST_TEST(emptied.device_frees > after.device_frees);
   BOOST_TEST(emptied.bytes_reserved < after.bytes_reserved);
+}
+
+GPU_TEST_CASE(device_timer_measures_queued_work) {
+  // Events time the device's stream: one big matmul takes longer than an empty interval.
+  Generator gen(31);
+  const Tensor a = normal({2048, 2048}, 0, 1, gen).to(kGPU);
+  DeviceTimer timer(kGPU);
+  timer.start();
+  timer.stop();
+  const double empty = timer.elapsed_ms();
+  timer.start();
+  const Tensor c = matmul(a, a);
+  timer.stop();
+  const double busy = timer.elapsed_ms();
+  BOOST_TEST(empty >= 0.0);
+  BOOST_TEST(busy > empty, "matmul " << busy << " ms vs empty " << empty << " ms");
 }
 
 GPU_TEST_CASE(errors_name_the_op_and_the_devices) {
