@@ -5,8 +5,10 @@
 #   .gpu/bin/   the test suites that matter on a GPU, count24 and the GPU benchmarks (stripped,
 #               built for x86-64-v3, not -march=native: the GPU machine's CPU is another one)
 #   .gpu/lib/   the shared libraries they need from this machine (fmt, Boost.Test, yaml-cpp,
-#               OpenMP, the C++ runtime), found through the executables' RUNPATH $ORIGIN/../lib;
-#               CUDA's own libraries (cudart, cuBLAS) come from the GPU machine
+#               OpenMP), found through the executables' RUNPATH $ORIGIN/../lib; CUDA's own
+#               libraries (cudart, cuBLAS) come from the GPU machine
+#   .gpu/fallback/  this machine's C++ runtime (libstdc++, libgcc_s), used by gpu_check.sh only
+#               when the GPU machine's own is too old (this one needs glibc 2.36)
 #   .gpu/source_dir   the source path compiled into the tests (golden files, the count24 binary)
 # Usage: scripts/gpu_bundle.sh            (POSGRAD_GPU_ARCH=90 by default: H100/H200)
 # Then run scripts/gpu_check.sh on the GPU machine with .gpu carried along (docs/benchmarks.md).
@@ -23,12 +25,17 @@ programs=(test_tensor test_autograd test_nn test_attention test_apps count24 ben
 cmake --build build-gpu -j "$(nproc 2>/dev/null || echo 2)" --target "${programs[@]}"
 
 rm -rf .gpu
-mkdir -p .gpu/bin .gpu/lib
+mkdir -p .gpu/bin .gpu/lib .gpu/fallback
 for p in "${programs[@]}"; do strip -o ".gpu/bin/$p" "build-gpu/bin/$p"; done
 # Every shared library the programs load, except the C library and CUDA's, which the GPU machine has.
 ldd .gpu/bin/* | awk '/=> \//{print $3}' | sort -u |
   grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas|libcublasLt)\.so' |
-  while read -r lib; do cp -L "$lib" .gpu/lib/; done
+  while read -r lib; do
+    case "$(basename "$lib")" in
+      libstdc++.so*|libgcc_s.so*) cp -L "$lib" .gpu/fallback/ ;;
+      *) cp -L "$lib" .gpu/lib/ ;;
+    esac
+  done
 echo "$PWD" > .gpu/source_dir
 echo "CUDA architectures: $arch" > .gpu/build_info
 nvcc --version 2>/dev/null | tail -1 >> .gpu/build_info || true

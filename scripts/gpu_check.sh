@@ -30,7 +30,11 @@ for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
     [[ -n "$found" ]] && ld_path="$(dirname "$found")${ld_path:+:$ld_path}"
   fi
 done
-missing=$(LD_LIBRARY_PATH=$ld_path ldd .gpu/bin/test_tensor | grep "not found")
+# The machine's own C++ runtime unless it is older than the one the bundle was built with.
+if LD_LIBRARY_PATH=$ld_path ldd .gpu/bin/test_tensor 2>&1 | grep -q "version .* not found"; then
+  ld_path="$PWD/.gpu/fallback${ld_path:+:$ld_path}"
+fi
+missing=$(LD_LIBRARY_PATH=$ld_path ldd .gpu/bin/test_tensor 2>&1 | grep "not found")
 [[ -z "$missing" ]] || { echo "gpu_check: libraries not found:"; echo "$missing"; exit 2; }
 # PyTorch twins run with this machine's own environment (not the bundle's library path).
 python=$(command -v python3)
