@@ -6,13 +6,17 @@
 
 namespace posgrad {
 
+Tensor mask_indicator(const Tensor& mask, DType dtype) {
+  return ne(mask.to(dtype), Tensor::zeros({}, dtype, mask.device()));
+}
+
 Tensor attention_block_mask(const AttentionMasks& masks, int64_t B, int64_t N, int64_t M, DType dtype,
                             Device device) {
   Tensor blocked;
   if (masks.key_padding.defined()) {
     if (masks.key_padding.shape() != Shape{B, M})
       fail("attention: key_padding mask must be [B, M] = [{}, {}], got {}", B, M, masks.key_padding.describe());
-    blocked = ne(masks.key_padding.to(dtype), Tensor::zeros({}, dtype, masks.key_padding.device())).reshape({B, 1, 1, M});
+    blocked = mask_indicator(masks.key_padding, dtype).reshape({B, 1, 1, M});
   }
   if (masks.causal) {
     if (N != M) fail("attention: a causal mask needs as many queries as keys ({} vs {})", N, M);

@@ -19,6 +19,9 @@ struct AttentionMasks {
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
                                       const AttentionMasks& masks = {}, Tensor* probs_out = nullptr);
 
+// 1 where `mask` is non-zero and 0 elsewhere, in `dtype`, on the mask's own device.
+Tensor mask_indicator(const Tensor& mask, DType dtype);
+
 // The boolean mask (1 = blocked) that `masks` describes, broadcastable to [B, 1, N, M];
 // undefined when nothing is masked.
 // Built on `device` (the scores' device); the key_padding mask must already be there.

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "attention/scaled_dot_product.h"
+
 namespace posgrad {
 
 // ------------------------------------------------------------------ OffsetBox
@@ -119,7 +121,7 @@ Tensor ScoreLayout::key_padding_on_slots(const Tensor& key_padding, DType dtype)
   if (key_padding.dim() != 2 || key_padding.size(1) != N)
     fail("attention: key_padding mask must be [B, N] with N = {}, got {}", N, key_padding.describe());
   const int64_t B = key_padding.size(0);
-  Tensor padded = ne(key_padding.to(dtype), Tensor::zeros({}, dtype, key_padding.device()));  // [B, N] 1/0
+  Tensor padded = mask_indicator(key_padding, dtype);  // [B, N] 1/0
   if (!window_) return padded.reshape({B, 1, 1, N});
   // Slots outside the grid have key -1: read key 0 there (they are blocked anyway).
   Tensor keys = maximum(key_index_, Tensor::zeros({}, DType::Int64)).reshape({N * slots_}).to(padded.device());

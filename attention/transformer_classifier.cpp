@@ -1,6 +1,8 @@
 // TransformerClassifier (see transformer_classifier.h).
 #include "attention/transformer_classifier.h"
 
+#include "attention/scaled_dot_product.h"
+
 namespace posgrad {
 
 TransformerClassifier::TransformerClassifier(const TransformerClassifierConfig& config, Generator& gen)
@@ -27,7 +29,7 @@ Variable TransformerClassifier::forward(const Tensor& tokens, const Tensor& pad_
   if (final_norm_) x = final_norm_->forward(x);
   Variable pooled;
   if (pad_mask.defined()) {
-    Tensor keep = add_scalar(neg(ne(pad_mask.to(x.dtype()), Tensor::zeros({}, x.dtype(), pad_mask.device()))), 1.0).reshape({B, N, 1});
+    Tensor keep = add_scalar(neg(mask_indicator(pad_mask, x.dtype())), 1.0).reshape({B, N, 1});
     pooled = sum(x * keep, {1}) / Variable(sum(keep, {1}));  // [B, D]
   } else {
     pooled = mean(x, {1});

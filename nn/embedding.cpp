@@ -21,7 +21,7 @@ Variable Embedding::forward(const Tensor& indices) {
          indices.defined() ? indices.describe() : std::string("an undefined tensor"));
   if (indices.numel() > 0) {  // one clear message instead of the gather kernel's
     // Both extremes in one read-back (one synchronisation when the indices are on a GPU).
-    const std::vector<int64_t> range = 
+    const std::vector<int64_t> range =
         cat(std::vector<Tensor>{amin(indices).reshape({1}), amax(indices).reshape({1})}, 0).to_vector<int64_t>();
     const int64_t lo = range[0], hi = range[1];
     if (lo < 0 || hi >= num_)

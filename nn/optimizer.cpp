@@ -73,20 +73,24 @@ std::vector<char> nonfinite_flags(const std::vector<Tensor>& tensors) {
   return flags;
 }
 
-bool has_nonfinite_grad(const std::vector<Variable>& params) {
-  std::vector<Tensor> grads;
+namespace {
+// True when any of the tensors `pick` returns for the defined parameters holds a NaN or Inf.
+template <typename Pick>
+bool any_nonfinite_of(const std::vector<Variable>& params, Pick pick) {
+  std::vector<Tensor> tensors;
   for (const Variable& p : params)
-    if (p.defined()) grads.push_back(p.grad());
-  const std::vector<char> flags = nonfinite_flags(grads);
+    if (p.defined()) tensors.push_back(pick(p));
+  const std::vector<char> flags = nonfinite_flags(tensors);
   return std::find(flags.begin(), flags.end(), 1) != flags.end();
+}
+}  // namespace
+
+bool has_nonfinite_grad(const std::vector<Variable>& params) {
+  return any_nonfinite_of(params, [](const Variable& p) { return p.grad(); });
 }
 
 bool has_nonfinite_value(const std::vector<Variable>& params) {
-  std::vector<Tensor> values;
-  for (const Variable& p : params)
-    if (p.defined()) values.push_back(p.value());
-  const std::vector<char> flags = nonfinite_flags(values);
-  return std::find(flags.begin(), flags.end(), 1) != flags.end();
+  return any_nonfinite_of(params, [](const Variable& p) { return p.value(); });
 }
 
 Optimizer::Optimizer(std::vector<Variable> params, double lr) : params_(std::move(params)), lr_(lr) {

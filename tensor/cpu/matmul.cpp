@@ -11,17 +11,9 @@
 
 namespace posgrad::cpu {
 
-namespace {
-MatrixLayout layout_of(const Tensor& t) {  // t is [batch, rows, cols]
-  return matrix_layout(t.size(1), t.size(2), t.stride(1), t.stride(2));
-}
-}  // namespace
-
 void CpuBackend::matmul(const Tensor& a_in, const Tensor& b_in, Tensor& out) {
   Tensor a = a_in, b = b_in;
-  MatrixLayout la = layout_of(a), lb = layout_of(b);
-  if (!la.ok) { a = a.contiguous(); la = layout_of(a); }
-  if (!lb.ok) { b = b.contiguous(); lb = layout_of(b); }
+  const MatrixLayout la = gemm_operand(a), lb = gemm_operand(b);
   const int64_t batch = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
   dispatch_float(a.dtype(), "matmul", [&]<typename T>() {
     const T* ap = a.data<T>();

@@ -69,10 +69,6 @@ void check_indices(const Tensor& index, int64_t n, const char* op, DeviceContext
   }
 }
 
-MatrixLayout layout_of(const Tensor& t) {  // t is [batch, rows, cols]
-  return matrix_layout(t.size(1), t.size(2), t.stride(1), t.stride(2));
-}
-
 int to_int(int64_t v, const char* what) {
   if (v > INT_MAX) fail("matmul: {} = {} exceeds cuBLAS's 32-bit limit", what, v);
   return static_cast<int>(v);
@@ -200,9 +196,7 @@ void CudaBackend::matmul(const Tensor& a_in, const Tensor& b_in, Tensor& out) {
   check_on(a_in, out.device(), "matmul", "the left operand");
   check_on(b_in, out.device(), "matmul", "the right operand");
   Tensor a = a_in, b = b_in;
-  MatrixLayout la = layout_of(a), lb = layout_of(b);
-  if (!la.ok) { a = a.contiguous(); la = layout_of(a); }
-  if (!lb.ok) { b = b.contiguous(); lb = layout_of(b); }
+  const MatrixLayout la = gemm_operand(a), lb = gemm_operand(b);
   const int64_t batch = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
   if (batch == 0 || M == 0 || N == 0) return;
   DeviceContext& ctx = ctx_of(out);

@@ -50,8 +50,6 @@ void check_cublas_rules(const cuda::GemmPlan& p) {
   BOOST_TEST(p.ldc >= std::max<int64_t>(1, p.m));
 }
 
-MatrixLayout layout_of(const Tensor& t) { return matrix_layout(t.size(1), t.size(2), t.stride(1), t.stride(2)); }
-
 // How an operand of the test is laid out before it reaches the backend.
 enum class View { RowMajor, Transposed, PaddedRows, PaddedTransposed, BroadcastBatch };
 const char* view_name(View v) {
@@ -95,9 +93,7 @@ BOOST_AUTO_TEST_CASE(gemm_plan_computes_row_major_matmul_through_column_major_cu
         const int64_t batch = 3;
         Tensor a = make_operand(batch, M, K, va, gen), b = make_operand(batch, K, N, vb, gen);
         // What the CUDA backend does: copy operands with no GEMM layout, then plan.
-        MatrixLayout la = layout_of(a), lb = layout_of(b);
-        if (!la.ok) { a = a.contiguous(); la = layout_of(a); }
-        if (!lb.ok) { b = b.contiguous(); lb = layout_of(b); }
+        const MatrixLayout la = gemm_operand(a), lb = gemm_operand(b);
         const cuda::GemmPlan plan = cuda::plan_gemm(la, lb, batch, M, K, N, a.stride(0), b.stride(0));
         BOOST_TEST_CONTEXT("M=" << M << " K=" << K << " N=" << N << ", a " << view_name(va) << ", b "
                                 << view_name(vb)) {
