@@ -1,5 +1,7 @@
 // The built-in attention hooks, registered with the registry on its first use. Adding a scheme
 // means one include and one register_hook line here (docs/tutorial-new-scheme.md).
+#include <functional>
+
 #include "attention/registry.h"
 #include "attention/schemes/no_position.h"
 #include "attention/schemes/ape_grid.h"
@@ -19,7 +21,7 @@
 
 namespace posgrad {
 
-void register_builtin_hooks() {
+void register_builtin_hooks(const std::function<void(const std::string&, HookFactory, const std::string&)>& register_hook) {
   register_hook("none", make_no_position, "no positional information");
   register_hook("ape", make_ape_sequence, "algebraic PE: per-head orthogonal W^p on q and k at the flat index, decay^|j-i|");
   register_hook("ape_grid", make_ape_grid, "algebraic PE on n-D grids: one orthogonal generator per (axis, head) on Dh/n features");

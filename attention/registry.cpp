@@ -4,11 +4,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <mutex>
+#include <functional>
+
+#include "tensor/parse_text.h"
 
 namespace posgrad {
 
-void register_builtin_hooks();  // builtin_hooks.cpp
+// builtin_hooks.cpp: calls `add` once per built-in hook.
+void register_builtin_hooks(const std::function<void(const std::string&, HookFactory, const std::string&)>& add);
 
 namespace {
 
@@ -17,24 +20,20 @@ struct Entry {
   std::string description;
 };
 
-std::map<std::string, Entry>& storage() {
-  static std::map<std::string, Entry> entries;
-  return entries;
-}
+using Entries = std::map<std::string, Entry>;
 
-bool registering_builtins = false;
-
-// The registry with the built-in hooks in it. Registering happens once, on first use; user hooks
+// The registry, with the built-in hooks in it. A function-local static: C++ guarantees that its
+// initialiser runs exactly once even when two threads make the first call together. User hooks
 // registered later replace built-ins of the same name.
-std::map<std::string, Entry>& registry() {
-  static std::once_flag builtins;
-  if (!registering_builtins)
-    std::call_once(builtins, [] {
-      registering_builtins = true;
-      register_builtin_hooks();
-      registering_builtins = false;
+Entries& registry() {
+  static Entries entries = [] {
+    Entries builtins;
+    register_builtin_hooks([&](const std::string& name, HookFactory factory, const std::string& description) {
+      builtins[name] = Entry{std::move(factory), description};
     });
-  return storage();
+    return builtins;
+  }();
+  return entries;
 }
 
 }  // namespace
@@ -47,39 +46,25 @@ std::string HookOptions::text(const std::string& key, const std::string& fallbac
   return it == values_.end() ? fallback : it->second;
 }
 
-namespace {
-
-// `convert` (std::stod / std::stoll with a "characters used" out-parameter) must use the whole text.
-template <typename T, typename Convert>
-T parse_whole(const std::string& key, const std::string& s, const char* kind, Convert convert) {
-  try {
-    size_t used = 0;
-    const T v = convert(s, &used);
-    if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
-  fail("option '{}' must be {}, got '{}'", key, kind, s);
-}
-
-}  // namespace
-
 double HookOptions::number(const std::string& key, double fallback) const {
   if (!has(key)) return used_.insert(key), fallback;
-  return parse_whole<double>(key, text(key, ""), "a number", [](const std::string& s, size_t* n) { return std::stod(s, n); });
+  const std::string s = text(key, "");
+  if (auto v = parse_double(s)) return *v;
+  fail("option '{}' must be a number, got '{}'", key, s);
 }
 
 int64_t HookOptions::integer(const std::string& key, int64_t fallback) const {
   if (!has(key)) return used_.insert(key), fallback;
-  return parse_whole<int64_t>(key, text(key, ""), "an integer",
-                              [](const std::string& s, size_t* n) { return static_cast<int64_t>(std::stoll(s, n)); });
+  const std::string s = text(key, "");
+  if (auto v = parse_int64(s)) return *v;
+  fail("option '{}' must be an integer, got '{}'", key, s);
 }
 
 bool HookOptions::flag(const std::string& key, bool fallback) const {
   if (!has(key)) return used_.insert(key), fallback;
   const std::string s = text(key, "");
-  if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
-  if (s == "false" || s == "0" || s == "no" || s == "off") return false;
-  fail("option '{}' must be true or false, got '{}'", key, s);
+  if (auto v = parse_bool(s)) return *v;
+  fail("option '{}' must be true or false (also yes/no, on/off, 1/0), got '{}'", key, s);
 }
 
 std::string HookOptions::choice(const std::string& key, const std::string& fallback,

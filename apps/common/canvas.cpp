@@ -10,7 +10,7 @@
 #include <stb/stb_image_write.h>
 #include <stb/stb_easy_font.h>
 
-#include "apps/common/atomic_write.h"
+#include "nn/atomic_file.h"
 #include "tensor/error.h"
 
 namespace posgrad::apps {
@@ -258,7 +258,8 @@ std::vector<uint8_t> Canvas::encode_png() const {
 
 void Canvas::save_png(const std::filesystem::path& path) const {
   const std::vector<uint8_t> png = encode_png();
-  atomic_write_text(path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
 }
 
 }  // namespace posgrad::apps

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "apps/common/atomic_write.h"
+#include "nn/atomic_file.h"
 #include "apps/common/cli.h"
 #include "tensor/error.h"
 
@@ -91,7 +91,7 @@ double RunDir::seconds_since_open() const {
 }
 
 void RunDir::write_config(const Config& config) {
-  atomic_write_text(config_path(), config.to_yaml());
+  write_file_atomically(config_path(), config.to_yaml());
 }
 
 void RunDir::log_metrics(const nlohmann::json& record) {
@@ -113,13 +113,17 @@ void RunDir::log_metrics(const nlohmann::json& record) {
 }
 
 void RunDir::write_summary(const nlohmann::json& summary) {
-  atomic_write_text(summary_path(), summary.dump(2) + "\n");
+  write_file_atomically(summary_path(), summary.dump(2) + "\n");
 }
 
 void RunDir::write_text(const std::string& name, const std::string& text) {
   POSGRAD_CHECK(!name.empty() && fs::path(name).is_relative(),
                 "write_text: '{}' must be a relative name inside the run folder", name);
-  atomic_write_text(dir_ / name, text);
+  const fs::path path = dir_ / name;
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  POSGRAD_CHECK(!ec, "cannot create folder '{}': {}", path.parent_path().string(), ec.message());
+  write_file_atomically(path, text);
 }
 
 fs::path RunDir::figure_path(const std::string& name) const {

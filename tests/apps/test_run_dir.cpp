@@ -1,6 +1,6 @@
 // Run folder: created with parents, config.yaml loads back, metrics.jsonl lines parse as JSON,
 // summary.json is written atomically (no temporary file left), existing folders are refused
-// unless overwriting or appending; and atomic_write_text itself.
+// unless overwriting or appending.
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include "apps/common/atomic_write.h"
 #include "apps/common/cli.h"
 #include "apps/common/run_dir.h"
 #include "tensor/error.h"
@@ -169,23 +168,6 @@ BOOST_AUTO_TEST_CASE(open_run_dir_records_config_and_command) {
   auto again = cl;
   again.overwrite = true;
   BOOST_CHECK_NO_THROW(posgrad::apps::open_run_dir(again));
-}
-
-BOOST_AUTO_TEST_CASE(atomic_write_replaces_whole_files) {
-  TempDir tmp;
-  const fs::path p = tmp.path() / "a" / "b" / "file.txt";
-  posgrad::apps::atomic_write_text(p, "first version, longer\n");
-  posgrad::apps::atomic_write_text(p, "second\n");
-  BOOST_TEST(read_text(p) == "second\n");
-  posgrad::apps::atomic_write_text(p, std::string("bin\0ary", 7));
-  BOOST_TEST(read_text(p).size() == 7u);
-  BOOST_TEST(temp_files(tmp.path()) == 0);
-  // A path under a regular file cannot be written: an error naming it, nothing left behind.
-  std::ofstream(tmp.path() / "plain") << "x";
-  const std::string msg =
-      error_of([&] { posgrad::apps::atomic_write_text(tmp.path() / "plain" / "f.txt", "x"); });
-  BOOST_TEST(msg.find("plain") != std::string::npos);
-  BOOST_TEST(temp_files(tmp.path()) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
