@@ -188,8 +188,11 @@ std::vector<std::vector<int64_t>> DataLoader::batch_indices(int64_t epoch) const
   return batches;
 }
 
-Epoch DataLoader::epoch(int64_t epoch) const {
-  return Epoch(dataset_, batch_indices(epoch), options_.prefetch);
+Epoch DataLoader::epoch(int64_t epoch, int64_t first_batch) const {
+  POSGRAD_CHECK(first_batch >= 0, "DataLoader::epoch: first_batch must be >= 0, got {}", first_batch);
+  std::vector<std::vector<int64_t>> batches = batch_indices(epoch);
+  batches.erase(batches.begin(), batches.begin() + std::min<int64_t>(first_batch, static_cast<int64_t>(batches.size())));
+  return Epoch(dataset_, std::move(batches), options_.prefetch);
 }
 
 }  // namespace posgrad

@@ -86,7 +86,9 @@ class DataLoader {
              uint64_t seed = 0, bool drop_last = false, int64_t prefetch = 2);
 
   // Starts epoch `epoch` (the worker begins prefetching at once).
-  Epoch epoch(int64_t epoch) const;
+  // Epoch `epoch`, starting at its batch `first_batch` (a resumed run skips the batches it used
+  // before it stopped, without building them); first_batch past the end gives an empty epoch.
+  Epoch epoch(int64_t epoch, int64_t first_batch = 0) const;
   // The example order of an epoch (a permutation of 0..n-1), and its split into batches.
   std::vector<int64_t> order(int64_t epoch) const;
   std::vector<std::vector<int64_t>> batch_indices(int64_t epoch) const;

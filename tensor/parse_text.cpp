@@ -35,7 +35,8 @@ std::optional<bool> parse_bool(std::string_view text) {
 std::optional<int64_t> parse_int64(std::string_view text) {
   std::string_view s = trim(text);
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  if (s.empty()) return std::nullopt;
+  if (s.empty() || s.front() == '+' || (s.front() == '-' && text.find('+') != std::string_view::npos))
+    return std::nullopt;
   int64_t v = 0;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;

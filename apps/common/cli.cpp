@@ -1,10 +1,10 @@
-// Command line: see cli.h.
+// The command line: see cli.h.
 #include "apps/common/cli.h"
 
+#include <cstdio>
 #include <ctime>
-#include <exception>
-#include <string_view>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "tensor/error.h"
@@ -21,34 +21,53 @@ fs::path source_dir() {
 #endif
 }
 
-namespace {
-
-// A relative path: the current folder first, then the source tree.
-fs::path resolve_config(const fs::path& path, const fs::path& src) {
+fs::path resolve_preset(const fs::path& path) {
   std::error_code ec;
   if (path.is_absolute() || fs::is_regular_file(path, ec)) {
-    POSGRAD_CHECK(fs::is_regular_file(path, ec), "config file '{}' does not exist",
-                  path.string());
+    POSGRAD_CHECK(fs::is_regular_file(path, ec), "settings file '{}' does not exist", path.string());
     return path;
   }
+  const fs::path src = source_dir();
   if (!src.empty() && fs::is_regular_file(src / path, ec)) return src / path;
-  fail("config file '{}' not found in the current folder ({}){}", path.string(),
-       fs::current_path().string(),
+  fail("settings file '{}' not found in the current folder ({}){}", path.string(), fs::current_path().string(),
        src.empty() ? std::string() : fmt::format(" nor in the source tree ({})", src.string()));
 }
 
-std::string timestamp() {
+void load_run_settings(Settings& settings, const fs::path& run_dir) {
+  const fs::path config = run_dir / "config.yaml";
+  std::error_code ec;
+  POSGRAD_CHECK(fs::is_regular_file(config, ec), "'{}' is not a run folder: it has no config.yaml",
+                run_dir.string());
+  settings.load_yaml_file(config);
+}
+
+std::string quoted_command(int argc, const char* const* argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i] ? argv[i] : "";
+    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789-_./=:,+@%[]") == std::string::npos;
+    std::string q = a;
+    if (!plain) {
+      q = "'";
+      for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      q += "'";
+    }
+    line += (i ? " " : "") + q;
+  }
+  return line;
+}
+
+namespace {
+
+// runs/<app>/<date-time>, with -2, -3 ... when two runs start in the same second.
+fs::path default_out_dir(const std::string& app) {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
   localtime_r(&now, &local);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &local);
-  return buf;
-}
-
-// runs/<app>/<date-time>, with -2, -3 ... appended when two runs start in the same second.
-fs::path default_out_dir(const std::string& app) {
-  const fs::path base = fs::path("runs") / app / timestamp();
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  const fs::path base = fs::path("runs") / app / stamp;
   fs::path candidate = base;
   std::error_code ec;
   for (int i = 2; fs::exists(candidate, ec); ++i) candidate = base.string() + "-" + std::to_string(i);
@@ -57,130 +76,81 @@ fs::path default_out_dir(const std::string& app) {
 
 }  // namespace
 
-std::string usage_text(const std::string& app, const fs::path& default_config, const Config* config,
-                       const std::string& description) {
-  std::string out = fmt::format(
-      "usage: {} [--config FILE] [-Dkey=value ...] [--out DIR] [--overwrite] [--help]\n", app);
-  if (!description.empty()) out += "\n" + description + "\n";
-  out += fmt::format(
-      "\n"
-      "  --config FILE   YAML file of defaults (default: {})\n"
-      "  -Dkey=value     set one config key, parsed to the key's type; repeatable;\n"
-      "                  also -D key=value. Lists as -Dkey=[1,2,3] or -Dkey=1,2,3\n"
-      "  --out DIR       run folder (default: runs/{}/<date-time>)\n"
-      "  --overwrite     write into a run folder that already holds files\n"
-      "  --help          print this text\n",
-      default_config.string(), app);
-  if (config) {
-    out += fmt::format("\nconfig keys (key, type, default) from {}:\n", config->source());
-    out += config->describe(true);
-  }
-  return out;
+AppCommandLine::AppCommandLine(std::string name, std::string description, Settings& settings)
+    : name_(std::move(name)), settings_(settings), app_(std::make_unique<CLI::App>(std::move(description), name_)) {
+  app_->add_option("--config", presets_, "YAML preset applied over the defaults (repeatable, in order)")
+      ->type_name("FILE");
+  app_->add_option("-D", overrides_, "set one setting, e.g. -Dtrain.lr=1e-3 (repeatable; later wins)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  app_->add_option("--out", out_, "run folder (default: runs/" + name_ + "/<date-time>)")->type_name("DIR");
+  app_->add_flag("--overwrite", overwrite_, "write into a run folder that already holds files");
+  app_->add_option("--resume", resume_, "continue the run in RUN_DIR from its latest checkpoint")
+      ->type_name("RUN_DIR");
+  app_->footer("Settings (set with -Dkey=value or in a --config YAML file):\n" + settings_.describe());
+  app_->require_subcommand(0, 1);
 }
 
-CommandLine parse_command_line(int argc, const char* const* argv, const std::string& app_name,
-                               const fs::path& default_config_path,
-                               const CommandLineOptions& options) {
-  CommandLine cl;
-  cl.app_name = app_name;
-  for (int i = 0; i < argc; ++i) cl.args.emplace_back(argv[i] ? argv[i] : "");
+AppCommandLine::~AppCommandLine() = default;
 
-  const fs::path default_config = default_config_path.empty()
-                                      ? fs::path("configs") / (app_name + ".yaml")
-                                      : default_config_path;
-  fs::path config_arg;
-  bool config_given = false;
-
-  // The value of "--opt VALUE" or "--opt=VALUE".
-  auto take_value = [&](int& i, std::string_view arg, std::string_view name) -> std::string {
-    if (arg.size() > name.size() && arg[name.size()] == '=')
-      return std::string(arg.substr(name.size() + 1));
-    POSGRAD_CHECK(i + 1 < argc, "{}: {} needs a value (see --help)", app_name, name);
-    return std::string(cl.args[++i]);
-  };
-  auto is_option = [](std::string_view arg, std::string_view name) {
-    return arg == name || (arg.size() > name.size() && arg.substr(0, name.size()) == name &&
-                           arg[name.size()] == '=');
-  };
-
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = cl.args[i];
-    if (arg == "--help" || arg == "-h") {
-      cl.help = true;
-    } else if (is_option(arg, "--config")) {
-      POSGRAD_CHECK(!config_given, "{}: --config given twice", app_name);
-      config_arg = take_value(i, arg, "--config");
-      POSGRAD_CHECK(!config_arg.empty(), "{}: --config needs a file name", app_name);
-      config_given = true;
-    } else if (is_option(arg, "--out")) {
-      POSGRAD_CHECK(!cl.out_dir_given, "{}: --out given twice", app_name);
-      cl.out_dir = take_value(i, arg, "--out");
-      POSGRAD_CHECK(!cl.out_dir.empty(), "{}: --out needs a folder name", app_name);
-      cl.out_dir_given = true;
-    } else if (arg == "--overwrite") {
-      cl.overwrite = true;
-    } else if (arg == "-D") {
-      POSGRAD_CHECK(i + 1 < argc, "{}: -D needs key=value after it", app_name);
-      cl.overrides.push_back(cl.args[++i]);
-    } else if (arg.size() > 2 && arg.substr(0, 2) == "-D") {
-      cl.overrides.emplace_back(arg.substr(2));
-    } else {
-      fail("{}: unknown argument '{}'. Expected --config FILE, -Dkey=value, --out DIR, "
-           "--overwrite or --help",
-           app_name, arg);
-    }
-  }
-  for (const std::string& o : cl.overrides)
-    POSGRAD_CHECK(o.find('=') != std::string::npos,
-                  "{}: override '-D{}' has no '='; write it as -Dkey.sub=value", app_name, o);
-
-  const fs::path src = options.source_dir.empty() ? source_dir() : options.source_dir;
-  if (cl.help) {
-    // Print the usage even when the config cannot be loaded; say why below it.
-    std::string text;
-    try {
-      cl.config_path = resolve_config(config_given ? config_arg : default_config, src);
-      cl.config = Config::load(cl.config_path);
-      text = usage_text(app_name, default_config, &cl.config, options.description);
-    } catch (const Error& e) {
-      text = usage_text(app_name, default_config, nullptr, options.description) +
-             fmt::format("\n(cannot list the config keys: {})\n", e.what());
-    }
-    if (options.help_stream) {
-      std::fputs(text.c_str(), options.help_stream);
-      std::fflush(options.help_stream);
-    }
-    return cl;
-  }
-
-  cl.config_path = resolve_config(config_given ? config_arg : default_config, src);
-  cl.config = Config::load(cl.config_path);
-  for (const std::string& o : cl.overrides) cl.config.apply_override(o);
-  if (!cl.out_dir_given) cl.out_dir = default_out_dir(app_name);
-  return cl;
+void AppCommandLine::on_train(std::function<void(const TrainRequest&)> body) {
+  train_ = app_->add_subcommand("train", "train a model (the default job)");
+  train_->fallthrough();  // its options are the app's: `app train -Dk=v` == `app -Dk=v`
+  train_body_ = std::move(body);
 }
 
-int app_main(int argc, const char* const* argv, const std::string& app_name,
-             const std::function<void(const CommandLine&)>& body,
-             const fs::path& default_config_path, const CommandLineOptions& options) {
+CLI::App& AppCommandLine::add_job(const std::string& name, const std::string& description, std::function<void()> body) {
+  CLI::App* job = app_->add_subcommand(name, description);
+  jobs_.emplace_back(job, std::move(body));
+  return *job;
+}
+
+int AppCommandLine::run(int argc, const char* const* argv) {
   try {
-    const CommandLine cl = parse_command_line(argc, argv, app_name, default_config_path, options);
-    if (cl.help) return 0;
-    body(cl);
-    // Settings the app never looked at are usually typos in the YAML or dead options.
-    const std::vector<std::string> unused = cl.config.unused_keys();
-    if (!unused.empty()) {
-      std::string list;
-      for (const std::string& k : unused) list += (list.empty() ? "" : ", ") + k;
-      std::fprintf(stderr, "%s: note: config keys never read: %s\n", app_name.c_str(), list.c_str());
+    app_->parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app_->exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app_->exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: error: %s\n(run '%s --help' for the options and settings)\n", name_.c_str(), e.what(),
+                 name_.c_str());
+    return 2;
+  }
+  try {
+    for (auto& [job, body] : jobs_)
+      if (job->parsed()) {
+        body();
+        return 0;
+      }
+    POSGRAD_CHECK(train_body_, "{}: no job to run", name_);
+    TrainRequest request;
+    request.command = quoted_command(argc, argv);
+    request.overwrite = overwrite_;
+    if (!resume_.empty()) {
+      if (!presets_.empty() || !overrides_.empty() || !out_.empty())
+        fail("--resume continues a run with the settings in its config.yaml and in its own folder; "
+             "it cannot be combined with --config, -D or --out");
+      request.resume = true;
+      request.out_dir = resume_;
+      load_run_settings(settings_, request.out_dir);
+    } else {
+      for (const std::string& p : presets_) {
+        request.presets.push_back(resolve_preset(p));
+        settings_.load_yaml_file(request.presets.back());
+      }
+      for (const std::string& o : overrides_) settings_.apply_override(o);
+      request.overrides = overrides_;
+      request.out_dir = out_.empty() ? default_out_dir(name_) : fs::path(out_);
     }
+    train_body_(request);
     return 0;
   } catch (const Error& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s: error: %s\n", app_name.c_str(), e.what());
+    std::fprintf(stderr, "%s: error: %s\n", name_.c_str(), e.what());
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s: error (%s)\n", app_name.c_str(), e.what());
+    std::fprintf(stderr, "%s: error (%s)\n", name_.c_str(), e.what());
   }
   return 1;
 }

@@ -1,65 +1,79 @@
-// Command line of an experiment executable:
-//   app [--config FILE] [-Dkey.sub=value ...] [-D key=value] [--out DIR] [--overwrite] [--help]
-// Loads the YAML defaults (configs/<app>.yaml unless --config says otherwise; a relative path is
-// looked up in the current folder, then in the source tree), applies the -D overrides in order,
-// and picks the run folder (runs/<app>/<date-time> unless --out says otherwise). app_main()
-// wraps an app's main(): --help, and one "app: error: ..." line and exit 1 on posgrad::Error.
+// The command line of an experiment executable, on CLI11:
 //
-// Deliberately does not: create the run folder (see run_dir.h), accept positional arguments or
-// abbreviations, or read environment variables.
+//   app [train] [--config FILE]... [-Dkey=value]... [--out DIR] [--overwrite]
+//   app [train] --resume RUN_DIR
+//   app <job> ...                        (jobs the app adds: eval, sample, ...)
+//   app --help                           (every option, then every setting: type, default, help)
+//
+// The settings of a training run are, in order: the app's declared defaults (settings.h), each
+// --config preset (a relative path is looked up in the current folder, then in the source tree),
+// each -D override. --resume RUN_DIR instead reads RUN_DIR/config.yaml and continues that run in
+// that folder (it cannot be combined with --config or -D: a resumed run keeps its settings).
+// Without --out the run folder is runs/<app>/<date-time>.
+//
+// run() parses, resolves the settings and runs the chosen job. A usage error prints one
+// "app: error: ..." line and returns 2; a posgrad::Error thrown by the job prints one
+// "app: error: ..." line and returns 1; --help returns 0.
+//
+// Deliberately does not: create the run folder (run_dir.h), read environment variables, or
+// accept abbreviated options.
 #pragma once
 
-#include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "apps/common/config.h"
+#include "apps/common/settings.h"
+
+namespace CLI {
+class App;
+}
 
 namespace posgrad::apps {
 
-struct CommandLine {
-  std::string app_name;
-  Config config;                       // defaults with the overrides applied
-  std::filesystem::path config_path;   // the YAML file that was read
-  std::vector<std::string> overrides;  // "key=value", in command-line order
-  std::filesystem::path out_dir;       // the run folder (not created yet)
-  bool out_dir_given = false;          // --out was given
-  bool overwrite = false;              // --overwrite was given
-  bool help = false;                   // --help was given and usage was printed: exit 0
-  std::vector<std::string> args;       // argv as given, for the record
-};
-
-struct CommandLineOptions {
-  // Where relative config paths are looked up when they are not in the current folder; empty
-  // means the source tree this library was built from (POSGRAD_SOURCE_DIR).
-  std::filesystem::path source_dir;
-  std::FILE* help_stream = stdout;  // where --help prints; nullptr prints nothing
-  std::string description;          // a line about the app, printed by --help
+// What the command line asked of the training job.
+struct TrainRequest {
+  std::filesystem::path out_dir;           // the run folder (created by open_run_dir)
+  bool overwrite = false;                  // --overwrite: reuse a folder that holds files
+  bool resume = false;                     // --resume: continue the run in out_dir
+  std::vector<std::filesystem::path> presets;  // the --config files, resolved, in order
+  std::vector<std::string> overrides;      // the -D assignments, in order
+  std::string command;                     // the command line, shell-quoted, for the record
 };
 
 // The source tree the app kit was built from ("" when unknown).
 std::filesystem::path source_dir();
+// A preset path as given: the current folder first, then the source tree. Throws when neither has it.
+std::filesystem::path resolve_preset(const std::filesystem::path& path);
+// Reads RUN_DIR/config.yaml into `settings` (for --resume and for jobs that use a finished run).
+void load_run_settings(Settings& settings, const std::filesystem::path& run_dir);
+// argv as one shell-quoted line.
+std::string quoted_command(int argc, const char* const* argv);
 
-// Parses argv. `default_config_path` empty means "configs/<app_name>.yaml". Throws
-// posgrad::Error on an unknown argument, a missing value, a missing config file, an unknown
-// config key or a bad value. With --help: prints usage and every config key with its type and
-// default, and returns with help = true (the config is then not checked beyond loading).
-CommandLine parse_command_line(int argc, const char* const* argv, const std::string& app_name,
-                               const std::filesystem::path& default_config_path = {},
-                               const CommandLineOptions& options = {});
+class AppCommandLine {
+ public:
+  AppCommandLine(std::string name, std::string description, Settings& settings);
+  ~AppCommandLine();
 
-// The usage text --help prints (the key listing needs a loaded config; pass nullptr to skip).
-std::string usage_text(const std::string& app_name, const std::filesystem::path& default_config,
-                       const Config* config, const std::string& description = "");
+  // The training job; it runs when no job is named, or with `app train`.
+  void on_train(std::function<void(const TrainRequest&)> body);
+  // Another job: `app <name> ...`. Add its options to the returned CLI11 app before run().
+  CLI::App& add_job(const std::string& name, const std::string& description, std::function<void()> body);
 
-// Runs `body` with the parsed command line. Returns 0 on success or --help, and 1 after
-// printing "<app>: error: <message>" to stderr when anything throws. After a successful run it
-// prints a note naming the config keys the app never read (Config::unused_keys).
-int app_main(int argc, const char* const* argv, const std::string& app_name,
-             const std::function<void(const CommandLine&)>& body,
-             const std::filesystem::path& default_config_path = {},
-             const CommandLineOptions& options = {});
+  int run(int argc, const char* const* argv);
+
+ private:
+  std::string name_;
+  Settings& settings_;
+  std::unique_ptr<CLI::App> app_;
+  CLI::App* train_ = nullptr;
+  std::function<void(const TrainRequest&)> train_body_;
+  std::vector<std::pair<CLI::App*, std::function<void()>>> jobs_;
+  std::vector<std::string> presets_, overrides_;
+  std::string out_, resume_;
+  bool overwrite_ = false;
+};
 
 }  // namespace posgrad::apps

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
@@ -22,18 +24,6 @@ void make_dirs(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   POSGRAD_CHECK(!ec, "cannot create folder '{}': {}", dir.string(), ec.message());
-}
-
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789-_./=:,+@%") == std::string::npos)
-    return s;
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
 }
 
 }  // namespace
@@ -61,7 +51,12 @@ RunDir::RunDir(fs::path dir, ExistingRun existing)
     }
   }
   make_dirs(dir_);
-  if (existing == ExistingRun::Overwrite) fs::remove(summary_path(), ec);
+  if (existing == ExistingRun::Overwrite) {
+    // A new run in an old folder: the old run's summary and checkpoints must not be taken for
+    // this run's (a later --resume would continue the old run).
+    fs::remove(summary_path(), ec);
+    fs::remove_all(dir_ / "checkpoints", ec);
+  }
   const char* mode = existing == ExistingRun::Append ? "a" : "w";
   metrics_ = std::fopen(metrics_path().c_str(), mode);
   POSGRAD_CHECK(metrics_ != nullptr, "cannot open '{}': {}", metrics_path().string(),
@@ -90,8 +85,38 @@ double RunDir::seconds_since_open() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count();
 }
 
-void RunDir::write_config(const Config& config) {
-  write_file_atomically(config_path(), config.to_yaml());
+void RunDir::write_config(const Settings& settings) {
+  write_file_atomically(config_path(), settings.to_yaml());
+}
+
+std::vector<nlohmann::json> RunDir::read_metrics() const {
+  if (metrics_) std::fflush(metrics_);
+  std::ifstream in(metrics_path());
+  std::vector<nlohmann::json> records;
+  int line_number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    if (line.empty()) continue;
+    try {
+      records.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception&) {
+      // A process killed in the middle of a write leaves a partial last line: drop it.
+      if (in.peek() == EOF) break;
+      fail("'{}' line {} is not JSON: {}", metrics_path().string(), line_number, line);
+    }
+  }
+  return records;
+}
+
+void RunDir::drop_metrics_after(int64_t step) {
+  std::string kept;
+  for (const nlohmann::json& r : read_metrics())
+    if (!(r.contains("step") && r["step"].is_number() && r["step"].get<int64_t>() > step)) kept += r.dump() + "\n";
+  std::fclose(metrics_);
+  metrics_ = nullptr;
+  write_file_atomically(metrics_path(), kept);
+  metrics_ = std::fopen(metrics_path().c_str(), "a");
+  POSGRAD_CHECK(metrics_ != nullptr, "cannot open '{}': {}", metrics_path().string(), std::strerror(errno));
 }
 
 void RunDir::log_metrics(const nlohmann::json& record) {
@@ -141,12 +166,18 @@ fs::path RunDir::checkpoint_path(const std::string& name) const {
   return p;
 }
 
-RunDir open_run_dir(const CommandLine& cl) {
-  RunDir run(cl.out_dir, cl.overwrite ? ExistingRun::Overwrite : ExistingRun::Refuse);
-  run.write_config(cl.config);
-  std::string command;
-  for (size_t i = 0; i < cl.args.size(); ++i) command += (i ? " " : "") + shell_quote(cl.args[i]);
-  run.write_text("command.txt", command + "\n");
+RunDir open_run_dir(const TrainRequest& request, const Settings& settings) {
+  if (request.resume) {
+    RunDir run(request.out_dir, ExistingRun::Append);
+    std::ifstream old(run.path() / "command.txt");
+    std::stringstream history;
+    history << old.rdbuf();
+    run.write_text("command.txt", history.str() + request.command + "\n");
+    return run;
+  }
+  RunDir run(request.out_dir, request.overwrite ? ExistingRun::Overwrite : ExistingRun::Refuse);
+  run.write_config(settings);
+  run.write_text("command.txt", request.command + "\n");
   return run;
 }
 

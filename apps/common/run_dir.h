@@ -1,10 +1,11 @@
 // RunDir: the folder one run writes into.
-//   <run>/config.yaml     the resolved config (defaults + overrides)
-//   <run>/command.txt     the command line that started the run (when opened from a CommandLine)
+//   <run>/config.yaml     every setting, resolved (defaults + presets + overrides); pass it back
+//                         with --config to repeat the run
+//   <run>/command.txt     the command lines that started (and resumed) the run
 //   <run>/metrics.jsonl   one JSON object per log_metrics() call, one per line, flushed at once
 //   <run>/summary.json    the final metrics, written atomically
-//   <run>/figures/        PNGs (figure_path)
-//   <run>/checkpoints/    checkpoint files (checkpoint_path; written by nn/, not here)
+//   <run>/figures/        PNG and SVG figures (figure_path)
+//   <run>/checkpoints/    checkpoints (checkpoint_path; see run_checkpoints.h)
 // Creating a RunDir on a folder that already holds files is an error unless the caller says
 // Overwrite (start metrics.jsonl afresh, drop summary.json) or Append (continue metrics.jsonl,
 // e.g. when resuming).
@@ -16,18 +17,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "apps/common/config.h"
+#include "apps/common/settings.h"
 
 namespace posgrad::apps {
 
-struct CommandLine;
+struct TrainRequest;
 
 enum class ExistingRun {
   Refuse,     // a non-empty folder is an error (the default)
-  Overwrite,  // reuse it: metrics.jsonl restarts empty, summary.json is removed
+  Overwrite,  // reuse it: metrics.jsonl restarts empty, summary.json and checkpoints/ are removed
   Append,     // reuse it: metrics.jsonl continues (resuming a run)
 };
 
@@ -43,12 +45,17 @@ class RunDir {
 
   const std::filesystem::path& path() const { return dir_; }
 
-  // config.yaml with the resolved config (atomically).
-  void write_config(const Config& config);
+  // config.yaml with every setting (atomically).
+  void write_config(const Settings& settings);
   // Appends `record` (a JSON object) as one line of metrics.jsonl and flushes. Adds "time_s"
   // (seconds since this RunDir was opened) unless the record has it. Non-finite numbers are
   // written as null. Example: run.log_metrics({{"step", 10}, {"loss", 0.3}, {"lr", 1e-3}}).
   void log_metrics(const nlohmann::json& record);
+  // The records of metrics.jsonl, in order (lines that do not parse are an error naming the line).
+  std::vector<nlohmann::json> read_metrics() const;
+  // Drops the records whose "step" is above `step` (what a killed run logged after its last
+  // checkpoint), so a resumed run continues the file without repeating steps.
+  void drop_metrics_after(int64_t step);
   // summary.json (atomically, pretty-printed).
   void write_summary(const nlohmann::json& summary);
   // Any other text file in the run folder (atomically); `name` may hold subfolders.
@@ -70,8 +77,8 @@ class RunDir {
   std::chrono::steady_clock::time_point opened_;
 };
 
-// Opens cl.out_dir (Overwrite when --overwrite was given, else Refuse) and writes config.yaml
-// and command.txt into it.
-RunDir open_run_dir(const CommandLine& cl);
+// Opens request.out_dir for a run: a new run (Overwrite with --overwrite, else Refuse) gets
+// config.yaml and command.txt; a resumed run (Append) gets its command added to command.txt.
+RunDir open_run_dir(const TrainRequest& request, const Settings& settings);
 
 }  // namespace posgrad::apps

@@ -1,12 +1,20 @@
 // count24: trains the single-query attention model to decide whether a sequence of ten digits
-// holds more 2s than 4s, then writes its run folder: config.yaml, metrics.jsonl, checkpoint/,
-// summary.json (test accuracy on fresh sequences, attention mass on 2s and 4s) and count24.png
-// (the attention of a batch with each digit in its cell, the values where attention > 0.1, and
-// the loss curve). `count24 --help` lists the config keys.
+// holds more 2s than 4s, then writes its run folder: config.yaml, metrics.jsonl, checkpoints/
+// (latest and best), summary.json (test accuracy on fresh sequences, attention mass on 2s and
+// 4s) and figures/count24.png (the attention of a batch with each digit in its cell, the values
+// where attention > 0.1, and the loss curve). `count24 --resume RUN` continues a stopped run
+// exactly; `count24 eval RUN` scores its best checkpoint; `count24 --help` lists every setting.
+// The whole training loop is train() below, in one block.
+//
+// Deliberately does not: run on several devices, or tune itself (presets live in configs/).
 #include <cmath>
 #include <memory>
 
+#include <CLI/CLI.hpp>
+
 #include "apps/common/cli.h"
+#include "apps/common/finite_guard.h"
+#include "apps/common/run_checkpoints.h"
 #include "apps/common/plot.h"
 #include "apps/common/progress.h"
 #include "apps/common/run_dir.h"
@@ -15,6 +23,7 @@
 #include "datasets/data_loader.h"
 #include "nn/adam.h"
 #include "tensor/device.h"
+#include "nn/atomic_file.h"
 #include "nn/checkpoint.h"
 #include "nn/sgd.h"
 
@@ -138,123 +147,187 @@ void draw_figure(count24::Count24Model& model, const Count24& data, int64_t rows
   model.train();
 }
 
-void run(const CommandLine& cl) {
-  const Config& c = cl.config;
-  const auto seed = static_cast<uint64_t>(c.get<int64_t>("seed"));
-  const int64_t steps = c.get<int64_t>("train.steps");
-  const int64_t batch = c.get<int64_t>("train.batch_size");
-  const int64_t log_every = std::max<int64_t>(1, c.get<int64_t>("train.log_every"));
-  const int64_t eval_every = std::max<int64_t>(1, c.get<int64_t>("train.eval_every"));
-  const int64_t ckpt_every = std::max<int64_t>(1, c.get<int64_t>("train.checkpoint_every"));
-  const double lr = c.get<double>("train.lr");
-  if (steps <= 0 || batch <= 0) fail("train.steps and train.batch_size must be positive");
-  if (!(lr > 0)) fail("train.lr must be positive, got {}", lr);
+// ------------------------------------------------------------------ settings
 
-  const Count24 train = make_count24(c.get<int64_t>("data.train_size"), seed);
-  const Count24 test = make_count24(c.get<int64_t>("data.test_size"), seed + 1000003);  // fresh sequences
+struct Count24Settings {
+  int64_t seed = 0;
+  std::string device = "cpu";
+  struct {
+    int64_t train_size = 50000;
+    int64_t test_size = 10000;
+  } data;
+  struct {
+    int64_t embedding_dim = 5;
+    int64_t hidden = 200;
+  } model;
+  struct {
+    std::string optimizer = "adam";
+    double lr = 0.01;
+    int64_t batch_size = 500;
+    int64_t steps = 1000;
+    int64_t log_every = 100;
+    int64_t eval_every = 500;
+    int64_t checkpoint_every = 500;
+  } train;
+  struct {
+    int64_t sequences = 16;
+  } figure;
+};
 
-  // The device: "cpu", "cuda" or "cuda:N". Asking for a GPU that is not there (or a CPU-only
-  // build) stops here with an error that says why, before any work.
-  const Device device = Device::parse(c.get<std::string>("device"));
+void declare(Settings& s, Count24Settings& c) {
+  s.add("seed", c.seed, "seeds the data, the initialisation and the shuffling");
+  s.add("device", c.device, "cpu, cuda or cuda:N (needs a CUDA build and a GPU)");
+  s.add("data.train_size", c.data.train_size, "training sequences (a fixed set, reshuffled every epoch)").at_least(1);
+  s.add("data.test_size", c.data.test_size, "fresh sequences for the test accuracy").at_least(1);
+  s.add("model.embedding_dim", c.model.embedding_dim, "Embedding(10, D); the query is 1 x D").at_least(1);
+  s.add("model.hidden", c.model.hidden, "Linear(1, hidden) - ReLU - Linear(hidden, 1) - Sigmoid").at_least(1);
+  s.add("train.optimizer", c.train.optimizer, "optimizer").choices({"adam", "adamw", "sgd"});
+  s.add("train.lr", c.train.lr, "learning rate").above(0);
+  s.add("train.batch_size", c.train.batch_size, "sequences per step").at_least(1);
+  s.add("train.steps", c.train.steps, "optimizer steps").at_least(1);
+  s.add("train.log_every", c.train.log_every, "steps between metrics.jsonl lines").at_least(1);
+  s.add("train.eval_every", c.train.eval_every, "steps between test evaluations (and best checkpoints)").at_least(1);
+  s.add("train.checkpoint_every", c.train.checkpoint_every, "steps between checkpoints").at_least(1);
+  s.add("figure.sequences", c.figure.sequences, "rows of the attention figure").at_least(1);
+}
+
+Device parse_device(const std::string& name) {
+  // "cpu", "cuda" or "cuda:N". Asking for a GPU that is not there (or a CPU-only build) stops
+  // here with an error that says why, before any work.
+  const Device device = Device::parse(name);
   if (!device.is_cpu()) require_device(device);
+  return device;
+}
+
+// ------------------------------------------------------------------ train
+
+void train(const Count24Settings& c, const Settings& settings, const TrainRequest& request) {
+  const auto seed = static_cast<uint64_t>(c.seed);
+  const Device device = parse_device(c.device);
+  const Count24 train_set = make_count24(c.data.train_size, seed);
+  const Count24 test = make_count24(c.data.test_size, seed + 1000003);  // fresh sequences
 
   Generator gen(seed);  // parameters are initialised on the CPU (same numbers on every device)
-  count24::Count24Model model(c.get<int64_t>("model.embedding_dim"), c.get<int64_t>("model.hidden"), gen);
+  count24::Count24Model model(c.model.embedding_dim, c.model.hidden, gen);
   model.to(device);
-  auto opt = make_optimizer(c.get<std::string>("train.optimizer"), model.parameters(), lr);
+  auto opt = make_optimizer(c.train.optimizer, model.parameters(), c.train.lr);
   // prefetch 0: batches are an in-memory index_select, and a worker thread would compete with
   // the OpenMP threads on small machines.
-  DataLoader loader(train.dataset(), batch, /*shuffle=*/true, seed, /*drop_last=*/true, /*prefetch=*/0);
-  if (loader.num_batches() == 0) fail("data.train_size ({}) is smaller than one batch ({})", train.size(), batch);
-  const int64_t figure_rows = c.get<int64_t>("figure.sequences");
-  if (!c.unused_keys().empty()) fail("config keys never used: {}", fmt::join(c.unused_keys(), ", "));
+  DataLoader loader(train_set.dataset(), c.train.batch_size, /*shuffle=*/true, seed, /*drop_last=*/true, /*prefetch=*/0);
+  if (loader.num_batches() == 0)
+    fail("data.train_size ({}) is smaller than one batch (train.batch_size {})", train_set.size(), c.train.batch_size);
 
-  RunDir run_dir = open_run_dir(cl);
-  fmt::print("count24: {} parameters on {}, {} steps of batch {}, run folder {}\n", model.num_parameters(), device.str(),
-             steps, batch, run_dir.path().string());
-  Progress progress(steps, "train");
-  std::vector<double> loss_steps, losses;
-  double window_loss = 0;
-  int64_t window = 0, step = 0, epoch = 0, skipped = 0;
-  auto save = [&] {
-    Checkpoint ck;
-    ck.step = step;
-    ck.model = model.state_dict();
-    ck.optimizer = opt->state();
-    ck.rng_seed = gen.seed();
-    ck.rng_offset = gen.offset();
-    ck.extra_json = nlohmann::json{{"epoch", epoch}}.dump();
-    save_checkpoint(run_dir.checkpoint_path("checkpoint"), ck);
-  };
-  while (step < steps) {
-    for (const Batch& b : loader.epoch(epoch)) {
-      if (step >= steps) break;
+  RunDir run = open_run_dir(request, settings);
+  RunCheckpoints checkpoints(run, model, *opt, gen, {.metric = "test_accuracy", .higher_is_better = true});
+  TrainingPosition at;
+  std::vector<double> loss_steps, losses;  // the loss curve of the figure
+  if (request.resume) {
+    at = checkpoints.restore_latest();
+    run.drop_metrics_after(at.step);
+    for (const auto& r : run.read_metrics()) {
+      loss_steps.push_back(r.at("step").get<double>());
+      losses.push_back(r.at("loss").get<double>());
+    }
+  }
+  double window_loss = at.extra.value("window_loss", 0.0);  // mean loss since the last log line
+  int64_t window = at.extra.value("window_steps", int64_t{0});
+  fmt::print("count24: {} parameters on {}, steps {}..{} of batch {}, run folder {}\n", model.num_parameters(),
+             device.str(), at.step, c.train.steps, c.train.batch_size, run.path().string());
+
+  Progress progress(c.train.steps, "train");
+  while (at.step < c.train.steps) {
+    for (const Batch& b : loader.epoch(at.epoch, at.batch_in_epoch)) {
+      if (at.step >= c.train.steps) break;
       auto out = model.run(b.input.to(device));
       Variable loss = binary_cross_entropy(out.probability, b.target.to(device));
       const double value = loss.item();
-      if (!std::isfinite(value)) {
-        save();
-        fail("training diverged: the loss is {} at step {} (lr {}); the last parameters are saved in {}", value,
-             step, lr, run_dir.checkpoint_path("checkpoint").string());
-      }
+      check_finite_loss(value, at.step + 1, checkpoints.latest_path());
       opt->zero_grad();
       loss.backward();
-      if (has_nonfinite_grad(model.parameters())) {
-        ++skipped;  // a NaN/Inf gradient is never applied
-        if (skipped > 10) fail("more than 10 steps had non-finite gradients (last at step {})", step);
-        continue;
-      }
+      check_finite_gradients(model, at.step + 1, checkpoints.latest_path());
       opt->step();
-      ++step;
+      ++at.step;
+      ++at.batch_in_epoch;
       window_loss += value;
       ++window;
-      if (step % log_every == 0 || step == steps) {
+
+      if (at.step % c.train.log_every == 0 || at.step == c.train.steps) {
         const double mean_loss = window_loss / static_cast<double>(window);
-        loss_steps.push_back(static_cast<double>(step));
+        loss_steps.push_back(static_cast<double>(at.step));
         losses.push_back(mean_loss);
-        nlohmann::json rec{{"step", step}, {"loss", mean_loss}, {"lr", lr}, {"time_s", run_dir.seconds_since_open()}};
-        if (step % eval_every == 0 || step == steps) {
+        nlohmann::json record{{"step", at.step}, {"epoch", at.epoch}, {"loss", mean_loss}, {"lr", c.train.lr}};
+        if (at.step % c.train.eval_every == 0 || at.step == c.train.steps) {
           const Evaluation e = evaluate(model, test, device);
-          rec["test_accuracy"] = e.accuracy;
-          rec["test_loss"] = e.loss;
-          rec["attention_on_2s_4s"] = e.attention_on_2s_4s;
+          record["test_accuracy"] = e.accuracy;
+          record["test_loss"] = e.loss;
+          record["attention_on_2s_4s"] = e.attention_on_2s_4s;
+          checkpoints.offer_best(at, e.accuracy);
         }
-        run_dir.log_metrics(rec);
-        progress.update(step, {{"loss", mean_loss}});
+        run.log_metrics(record);
+        progress.update(at.step, {{"loss", mean_loss}});
         window_loss = 0;
         window = 0;
       }
-      if (step % ckpt_every == 0 || step == steps) save();
+      if (at.step % c.train.checkpoint_every == 0 || at.step == c.train.steps) {
+        at.extra = nlohmann::json::object({{"window_loss", window_loss}, {"window_steps", window}});
+        checkpoints.save(at);
+      }
     }
-    ++epoch;
+    if (at.step < c.train.steps) at.next_epoch();
   }
   progress.finish();
 
   const Evaluation e = evaluate(model, test, device);
-  const auto figure = run_dir.figure_path("count24");
-  draw_figure(model, test, figure_rows, loss_steps, losses, figure, e.accuracy, device);
+  const auto figure = run.figure_path("count24");
+  draw_figure(model, test, c.figure.sequences, loss_steps, losses, figure, e.accuracy, device);
   nlohmann::json summary{{"test_accuracy", e.accuracy},
                          {"test_loss", e.loss},
                          {"attention_on_2s_4s", e.attention_on_2s_4s},
                          {"test_sequences", test.size()},
                          {"test_sequences_with_2s_or_4s", e.sequences_with_2s_or_4s},
-                         {"steps", step},
-                         {"skipped_nonfinite_steps", skipped},
+                         {"steps", at.step},
                          {"final_train_loss", losses.empty() ? NAN : losses.back()},
+                         {"best_test_accuracy", checkpoints.best_value().value_or(NAN)},
                          {"parameters", model.num_parameters()},
                          {"device", device.str()},
-                         {"seconds", run_dir.seconds_since_open()},
                          {"figure", figure.filename().string()}};
-  run_dir.write_summary(summary);
+  run.write_summary(summary);
   fmt::print("test_accuracy {:.4f}  attention_on_2s_4s {:.3f}  ({} test sequences)\n", e.accuracy,
              e.attention_on_2s_4s, test.size());
-  fmt::print("figure: {}\nsummary: {}\n", figure.string(), run_dir.summary_path().string());
+  fmt::print("figure: {}\nsummary: {}\n", figure.string(), run.summary_path().string());
+}
+
+// ------------------------------------------------------------------ eval
+
+// Scores a run's checkpoint (best or latest) on fresh test sequences.
+void eval(Count24Settings& c, Settings& settings, const std::string& run_dir, const std::string& which) {
+  load_run_settings(settings, run_dir);
+  const Device device = parse_device(c.device);
+  Generator gen(static_cast<uint64_t>(c.seed));
+  count24::Count24Model model(c.model.embedding_dim, c.model.hidden, gen);
+  const std::filesystem::path pointer = std::filesystem::path(run_dir) / "checkpoints" / which;
+  std::string folder = read_file_bytes(pointer);
+  while (!folder.empty() && folder.back() == '\n') folder.pop_back();
+  model.load_state_dict(load_checkpoint(pointer.parent_path() / folder).model);
+  model.to(device);
+  const Evaluation e = evaluate(model, make_count24(c.data.test_size, static_cast<uint64_t>(c.seed) + 1000003), device);
+  fmt::print("{} checkpoint {}: test_accuracy {:.4f}  test_loss {:.4f}  attention_on_2s_4s {:.3f}\n", which, folder,
+             e.accuracy, e.loss, e.attention_on_2s_4s);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CommandLineOptions options;
-  options.description = "count24: a single learned query learns whether 10 digits hold more 2s than 4s";
-  return app_main(argc, argv, "count24", run, {}, options);
+  Count24Settings c;
+  Settings settings;
+  declare(settings, c);
+  AppCommandLine cli("count24", "count24: a single learned query learns whether 10 digits hold more 2s than 4s",
+                     settings);
+  cli.on_train([&](const TrainRequest& request) { train(c, settings, request); });
+  std::string run_dir, which = "best";
+  CLI::App& eval_job = cli.add_job("eval", "score a run's checkpoint on fresh test sequences",
+                                   [&] { eval(c, settings, run_dir, which); });
+  eval_job.add_option("run", run_dir, "the run folder")->required();
+  eval_job.add_option("--checkpoint", which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
+  return cli.run(argc, argv);
 }

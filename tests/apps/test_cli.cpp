@@ -1,177 +1,143 @@
-// Command line: --config, -D overrides in both spellings, --out, --overwrite, --help, the
-// default config looked up in the source tree, and errors for anything else.
+// Command line (AppCommandLine on CLI11): the training job with and without the `train` word,
+// presets applied in order then -D overrides in both spellings, --out / --overwrite, --resume
+// reading the run's own config.yaml (and refusing --config, -D and --out beside it), other jobs,
+// and the exit statuses: 0, 1 for an error in the job or the settings, 2 for a usage error.
 #include <boost/test/unit_test.hpp>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include "apps/common/cli.h"
 #include "tensor/error.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
+using posgrad::apps::AppCommandLine;
+using posgrad::apps::Settings;
+using posgrad::apps::TrainRequest;
 using posgrad::test::TempDir;
-using posgrad::Error;
-using posgrad::apps::CommandLine;
-using posgrad::apps::CommandLineOptions;
-using posgrad::apps::parse_command_line;
 
 namespace {
 
-// A source tree with configs/testapp.yaml in a temporary folder.
-struct Fixture {
-  TempDir dir;
-  fs::path config;
-  CommandLineOptions options;
-  Fixture() {
-    fs::create_directories(dir.path() / "configs");
-    config = dir.path() / "configs" / "testapp.yaml";
-    std::ofstream(config) << "seed: 1\ntrain:\n  lr: 0.1\n  steps: 100\n  layers: [1, 2]\n";
-    options.source_dir = dir.path();
-    options.help_stream = nullptr;
+struct App {
+  int64_t seed = 0;
+  double lr = 0.1;
+  int64_t steps = 100;
+  Settings settings;
+  std::optional<TrainRequest> request;  // what the training job was given
+  bool evaluated = false;
+  std::string eval_run;
+  App() {
+    settings.add("seed", seed, "seed");
+    settings.add("train.lr", lr, "learning rate").above(0);
+    settings.add("train.steps", steps, "steps").at_least(1);
   }
-  CommandLine parse(std::vector<std::string> args) const {
+  int run(std::vector<std::string> args) {
+    AppCommandLine cli("testapp", "a test app", settings);
+    cli.on_train([&](const TrainRequest& r) { request = r; });
+    auto& eval = cli.add_job("eval", "evaluate", [&] { evaluated = true; });
+    eval.add_option("run", eval_run)->required();
     args.insert(args.begin(), "testapp");
     std::vector<const char*> argv;
     for (const std::string& a : args) argv.push_back(a.c_str());
-    return parse_command_line(static_cast<int>(argv.size()), argv.data(), "testapp", {}, options);
-  }
-  std::string error(std::vector<std::string> args) const {
-    try {
-      parse(std::move(args));
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
+    return cli.run(static_cast<int>(argv.size()), argv.data());
   }
 };
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(cli)
 
-BOOST_AUTO_TEST_CASE(defaults_come_from_the_source_tree) {
-  Fixture f;
-  const CommandLine cl = f.parse({});
-  BOOST_TEST(fs::equivalent(cl.config_path, f.config));
-  BOOST_TEST(cl.config.get<double>("train.lr") == 0.1);
-  BOOST_TEST(cl.overrides.empty());
-  BOOST_TEST(!cl.help);
-  BOOST_TEST(!cl.overwrite);
-  BOOST_TEST(!cl.out_dir_given);
-  // runs/<app>/<date-time>
-  BOOST_TEST(cl.out_dir.parent_path() == fs::path("runs") / "testapp");
-  BOOST_TEST(cl.out_dir.filename().string().size() >= 15u);
-  BOOST_TEST(cl.args.size() == 1u);
+BOOST_AUTO_TEST_CASE(train_is_the_default_job_and_takes_presets_then_overrides) {
+  TempDir tmp;
+  const fs::path a = tmp.path() / "a.yaml", b = tmp.path() / "b.yaml";
+  std::ofstream(a) << "seed: 5\ntrain:\n  lr: 0.5\n";
+  std::ofstream(b) << "train:\n  lr: 0.25\n";
+  App app;
+  BOOST_TEST(app.run({"--config", a.string(), "--config=" + b.string(), "-Dtrain.steps=7", "-D", "seed=9",
+                      "--out", (tmp.path() / "run").string()}) == 0);
+  BOOST_REQUIRE(app.request.has_value());
+  BOOST_TEST(app.seed == 9);       // -D after the preset wins
+  BOOST_TEST(app.lr == 0.25);      // the second preset after the first
+  BOOST_TEST(app.steps == 7);
+  BOOST_TEST(app.request->out_dir == tmp.path() / "run");
+  BOOST_TEST(app.request->presets.size() == 2u);
+  BOOST_TEST(!app.request->resume);
+  BOOST_TEST(!app.request->overwrite);
+  BOOST_TEST(app.request->command.find("-Dtrain.steps=7") != std::string::npos);
+
+  App with_word;
+  BOOST_TEST(with_word.run({"train", "-Dtrain.lr=0.125", "--overwrite"}) == 0);
+  BOOST_TEST(with_word.lr == 0.125);
+  BOOST_TEST(with_word.request->overwrite);
+  BOOST_TEST(with_word.request->out_dir.string().rfind("runs/testapp/", 0) == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(options_and_overrides) {
-  Fixture f;
-  const fs::path other = f.dir.path() / "other.yaml";
-  std::ofstream(other) << "seed: 5\ntrain:\n  lr: 0.5\n  steps: 10\n  layers: [3]\n";
-  const CommandLine cl = f.parse({"--config", other.string(), "-Dtrain.lr=1e-3", "-D",
-                                  "seed=9", "-Dtrain.layers=4,5,6", "--out",
-                                  (f.dir.path() / "run1").string(), "--overwrite"});
-  BOOST_TEST(cl.config_path == other);
-  BOOST_TEST(cl.config.get<double>("train.lr") == 1e-3);
-  BOOST_TEST(cl.config.get<int64_t>("seed") == 9);
-  BOOST_TEST(cl.config.get<int64_t>("train.steps") == 10);
-  BOOST_TEST(cl.config.get<std::vector<int64_t>>("train.layers") == std::vector<int64_t>({4, 5, 6}));
-  BOOST_TEST(cl.overrides == std::vector<std::string>({"train.lr=1e-3", "seed=9", "train.layers=4,5,6"}));
-  BOOST_TEST(cl.out_dir == f.dir.path() / "run1");
-  BOOST_TEST(cl.out_dir_given);
-  BOOST_TEST(cl.overwrite);
-
-  const CommandLine eq = f.parse({"--config=" + other.string(), "--out=" + (f.dir.path() / "r").string()});
-  BOOST_TEST(eq.config_path == other);
-  BOOST_TEST(eq.out_dir == f.dir.path() / "r");
+BOOST_AUTO_TEST_CASE(presets_are_found_in_the_source_tree) {
+  // configs/count24_seed.yaml is in the source tree, not in the test's working folder.
+  Settings s;
+  double lr = 1;
+  int64_t steps = 1, log_every = 1, eval_every = 1, checkpoint_every = 1;
+  s.add("train.lr", lr, "");
+  s.add("train.steps", steps, "");
+  s.add("train.log_every", log_every, "");
+  s.add("train.eval_every", eval_every, "");
+  s.add("train.checkpoint_every", checkpoint_every, "");
+  const fs::path found = posgrad::apps::resolve_preset("configs/count24_seed.yaml");
+  s.load_yaml_file(found);
+  BOOST_TEST(lr == 5e-5);
+  BOOST_CHECK_THROW(posgrad::apps::resolve_preset("configs/no_such_preset.yaml"), posgrad::Error);
 }
 
-BOOST_AUTO_TEST_CASE(later_overrides_win) {
-  Fixture f;
-  const CommandLine cl = f.parse({"-Dseed=2", "-Dseed=3"});
-  BOOST_TEST(cl.config.get<int64_t>("seed") == 3);
+BOOST_AUTO_TEST_CASE(resume_reads_the_runs_own_settings) {
+  TempDir tmp;
+  App first;
+  first.settings.apply_override("train.lr=0.0625");
+  std::ofstream(tmp.path() / "config.yaml") << first.settings.to_yaml();
+  App app;
+  BOOST_TEST(app.run({"--resume", tmp.path().string()}) == 0);
+  BOOST_TEST(app.lr == 0.0625);
+  BOOST_TEST(app.request->resume);
+  BOOST_TEST(app.request->out_dir == tmp.path());
+  // Mixed with settings or another folder: an error, status 1, the job never runs.
+  for (const auto& extra : std::vector<std::vector<std::string>>{{"-Dseed=1"}, {"--config", "x.yaml"}, {"--out", "y"}}) {
+    App mixed;
+    std::vector<std::string> args{"--resume", tmp.path().string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    BOOST_TEST(mixed.run(args) == 1);
+    BOOST_TEST(!mixed.request.has_value());
+  }
+  App not_a_run;
+  BOOST_TEST(not_a_run.run({"--resume", (tmp.path() / "nothing").string()}) == 1);
 }
 
-BOOST_AUTO_TEST_CASE(errors) {
-  Fixture f;
-  std::string msg = f.error({"--bogus"});
-  BOOST_TEST(contains(msg, "--bogus"));
-  BOOST_TEST(contains(msg, "unknown argument"));
-  msg = f.error({"positional"});
-  BOOST_TEST(contains(msg, "positional"));
-  msg = f.error({"--out"});
-  BOOST_TEST(contains(msg, "--out"));
-  msg = f.error({"-D"});
-  BOOST_TEST(contains(msg, "-D"));
-  msg = f.error({"-Dseed"});
-  BOOST_TEST(contains(msg, "seed"));
-  BOOST_TEST(contains(msg, "'='"));
-  msg = f.error({"-Dtrain.steps=1.5"});
-  BOOST_TEST(contains(msg, "train.steps"));
-  BOOST_TEST(contains(msg, "1.5"));
-  msg = f.error({"-Dtrain.step=3"});
-  BOOST_TEST(contains(msg, "train.step"));
-  BOOST_TEST(contains(msg, "train.steps"));
-  msg = f.error({"--config", "no/such/file.yaml"});
-  BOOST_TEST(contains(msg, "no/such/file.yaml"));
-  msg = f.error({"--config", f.config.string(), "--config", f.config.string()});
-  BOOST_TEST(contains(msg, "twice"));
-}
-
-BOOST_AUTO_TEST_CASE(help_prints_usage_and_keys) {
-  Fixture f;
-  std::FILE* out = std::tmpfile();
-  BOOST_REQUIRE(out != nullptr);
-  f.options.help_stream = out;
-  const CommandLine cl = f.parse({"-Dtrain.nope=1", "--help"});  // the bad key is not checked
-  BOOST_TEST(cl.help);
-  std::rewind(out);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, out)) > 0) text.append(buf, n);
-  std::fclose(out);
-  BOOST_TEST(contains(text, "usage: testapp"));
-  BOOST_TEST(contains(text, "--config"));
-  BOOST_TEST(contains(text, "-Dkey=value"));
-  BOOST_TEST(contains(text, "train.lr"));
-  BOOST_TEST(contains(text, "float"));
-  BOOST_TEST(contains(text, "train.layers"));
-  BOOST_TEST(contains(text, "[1, 2]"));
-}
-
-BOOST_AUTO_TEST_CASE(app_main_returns_status) {
-  Fixture f;
-  std::vector<const char*> ok{"testapp", "-Dseed=4"};
-  int seen = 0;
-  int rc = posgrad::apps::app_main(
-      2, ok.data(), "testapp",
-      [&](const CommandLine& cl) { seen = cl.config.get<int>("seed"); }, {}, f.options);
-  BOOST_TEST(rc == 0);
-  BOOST_TEST(seen == 4);
-
-  rc = posgrad::apps::app_main(
-      2, ok.data(), "testapp", [](const CommandLine&) { posgrad::fail("boom {}", 1); }, {},
-      f.options);
-  BOOST_TEST(rc == 1);
-
-  std::vector<const char*> help{"testapp", "--help"};
-  bool ran = false;
-  rc = posgrad::apps::app_main(2, help.data(), "testapp", [&](const CommandLine&) { ran = true; },
-                               {}, f.options);
-  BOOST_TEST(rc == 0);
-  BOOST_TEST(!ran);
+BOOST_AUTO_TEST_CASE(other_jobs_and_exit_statuses) {
+  App app;
+  BOOST_TEST(app.run({"eval", "some/run"}) == 0);
+  BOOST_TEST(app.evaluated);
+  BOOST_TEST(app.eval_run == "some/run");
+  BOOST_TEST(!app.request.has_value());
+  App bad_setting;
+  BOOST_TEST(bad_setting.run({"-Dtrain.lr=-1"}) == 1);  // the settings are refused: the job never runs
+  BOOST_TEST(!bad_setting.request.has_value());
+  App unknown_option;
+  BOOST_TEST(unknown_option.run({"--learning-rate", "3"}) == 2);
+  App missing_value;
+  BOOST_TEST(missing_value.run({"--out"}) == 2);
+  App missing_preset;
+  BOOST_TEST(missing_preset.run({"--config", "nowhere.yaml"}) == 1);
+  App throwing;
+  {
+    AppCommandLine cli("testapp", "", throwing.settings);
+    cli.on_train([](const TrainRequest&) { posgrad::fail("something broke"); });
+    const char* argv[] = {"testapp"};
+    BOOST_TEST(cli.run(1, argv) == 1);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

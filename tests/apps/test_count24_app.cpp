@@ -1,12 +1,20 @@
 // End-to-end test of the count24 app: runs the built executable with a short schedule into a
 // temporary run folder and checks what it wrote (summary accuracy, attention on 2s and 4s,
-// metrics, checkpoint, figure), and that bad input gives a clear error and a non-zero exit.
+// metrics, checkpoints, figure); that a run killed with SIGKILL and resumed with --resume logs
+// exactly the losses of an uninterrupted run; that the run's config.yaml repeats it; that bad
+// input gives a clear error and a non-zero exit; --help and the eval job.
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tensor/device.h"
 #include "tests/test_support.h"
@@ -20,8 +28,32 @@ const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "count24";
 
 int run(const std::string& args, const fs::path& log) {
   const std::string cmd = kApp.string() + " " + args + " > " + log.string() + " 2>&1";
-  return std::system(cmd.c_str());
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+// metrics.jsonl without the wall-clock field: what must repeat exactly.
+std::vector<nlohmann::json> metrics_without_time(const fs::path& run_dir) {
+  std::ifstream in(run_dir / "metrics.jsonl");
+  std::vector<nlohmann::json> records;
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    j.erase("time_s");
+    records.push_back(j);
+  }
+  return records;
+}
+
+// The step the run's `latest` checkpoint pointer names (-1 when there is none yet).
+int64_t latest_step(const fs::path& run_dir) {
+  std::ifstream in(run_dir / "checkpoints" / "latest");
+  std::string name;
+  if (!(in >> name) || name.rfind("step-", 0) != 0) return -1;
+  return std::stoll(name.substr(5));
+}
+
+const std::string kShort = "-Dtrain.steps=300 -Dtrain.eval_every=100 -Dtrain.log_every=50 "
+                           "-Ddata.train_size=20000 -Dtrain.checkpoint_every=100";
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(count24_app)
@@ -30,9 +62,7 @@ BOOST_AUTO_TEST_CASE(short_run_reaches_its_accuracy_and_writes_the_run_folder) {
   TempDir tmp;
   const fs::path out = tmp.path() / "run";
   fs::create_directories(tmp.path());
-  const int rc = run("--out " + out.string() + " -Dtrain.steps=300 -Dtrain.eval_every=100 -Dtrain.log_every=50 "
-                     "-Ddata.train_size=20000 -Dtrain.checkpoint_every=100",
-                     tmp.path() / "log.txt");
+  const int rc = run("--out " + out.string() + " " + kShort, tmp.path() / "log.txt");
   BOOST_REQUIRE_MESSAGE(rc == 0, "count24 failed:\n" << read_text(tmp.path() / "log.txt"));
   const auto summary = nlohmann::json::parse(read_text(out / "summary.json"));
   const double accuracy = summary["test_accuracy"], attention = summary["attention_on_2s_4s"];
@@ -43,7 +73,10 @@ BOOST_AUTO_TEST_CASE(short_run_reaches_its_accuracy_and_writes_the_run_folder) {
   BOOST_TEST(summary["test_sequences"] == 10000);
   BOOST_TEST(fs::exists(out / "config.yaml"));
   BOOST_TEST(fs::exists(out / "figures" / "count24.png"));
-  BOOST_TEST(fs::exists(out / "checkpoints" / "checkpoint" / "model.safetensors"));
+  BOOST_TEST(fs::exists(out / "checkpoints" / "step-000000300" / "model.safetensors"));
+  BOOST_TEST(latest_step(out) == 300);
+  BOOST_TEST(fs::exists(out / "checkpoints" / "best"));
+  BOOST_TEST(summary["best_test_accuracy"].get<double>() >= accuracy);
   std::ifstream metrics(out / "metrics.jsonl");
   int lines = 0;
   for (std::string line; std::getline(metrics, line); ++lines) BOOST_TEST(nlohmann::json::parse(line).contains("loss"));
@@ -58,7 +91,82 @@ BOOST_AUTO_TEST_CASE(bad_input_gives_one_clear_error) {
   BOOST_TEST(run("--out " + (tmp.path() / "b").string() + " -Dtrain.steps=abc", tmp.path() / "log.txt") != 0);
   BOOST_TEST(read_text(tmp.path() / "log.txt").find("train.steps") != std::string::npos);
   BOOST_TEST(run("--out " + (tmp.path() / "c").string() + " -Dtrain.optimizer=lbfgs", tmp.path() / "log.txt") != 0);
-  BOOST_TEST(read_text(tmp.path() / "log.txt").find("unknown optimizer") != std::string::npos);
+  BOOST_TEST(read_text(tmp.path() / "log.txt").find("one of: adam, adamw, sgd") != std::string::npos);
+  BOOST_TEST(run("--out " + (tmp.path() / "d").string() + " -Dtrain.lr=0", tmp.path() / "log.txt") != 0);
+  BOOST_TEST(read_text(tmp.path() / "log.txt").find("train.lr") != std::string::npos);
+  BOOST_TEST(run("--no-such-option", tmp.path() / "log.txt") == 2);
+  BOOST_TEST(run("--resume " + (tmp.path() / "nothing").string(), tmp.path() / "log.txt") == 1);
+  BOOST_TEST(read_text(tmp.path() / "log.txt").find("config.yaml") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(help_lists_every_setting_with_type_default_and_help) {
+  TempDir tmp;
+  BOOST_TEST(run("--help", tmp.path() / "help.txt") == 0);
+  const std::string help = read_text(tmp.path() / "help.txt");
+  for (const char* part : {"--config", "--resume", "-D", "eval", "train.lr", "float", "0.01", "learning rate",
+                           "train.optimizer", "one of: adam, adamw, sgd", "model.hidden", "device"})
+    BOOST_TEST(help.find(part) != std::string::npos, part << " missing from:\n" << help);
+}
+
+BOOST_AUTO_TEST_CASE(killed_run_resumes_with_identical_losses) {
+  TempDir tmp;
+  const std::string settings = "-Dtrain.steps=1200 -Dtrain.log_every=20 -Dtrain.eval_every=200 "
+                               "-Dtrain.checkpoint_every=100 -Ddata.train_size=20000 -Ddata.test_size=2000";
+  const fs::path reference = tmp.path() / "reference", killed = tmp.path() / "killed";
+  BOOST_REQUIRE_EQUAL(run("--out " + reference.string() + " " + settings, tmp.path() / "ref.txt"), 0);
+
+  // The same run, killed with SIGKILL once it has written a checkpoint past step 200.
+  const pid_t pid = fork();
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const std::string cmd = "exec " + kApp.string() + " --out " + killed.string() + " " + settings + " > " +
+                            (tmp.path() / "killed.txt").string() + " 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  bool exited = false;
+  while (latest_step(killed) < 300) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  BOOST_REQUIRE_MESSAGE(!exited, "the run ended before it could be killed:\n" << read_text(tmp.path() / "killed.txt"));
+  BOOST_TEST(WIFSIGNALED(status));
+  BOOST_TEST(!fs::exists(killed / "summary.json"));
+  const int64_t stopped_at = latest_step(killed);
+  BOOST_TEST_MESSAGE("killed after the checkpoint of step " << stopped_at);
+  BOOST_TEST(stopped_at < 1200);
+
+  BOOST_REQUIRE_MESSAGE(run("--resume " + killed.string(), tmp.path() / "resumed.txt") == 0,
+                        read_text(tmp.path() / "resumed.txt"));
+  const auto expected = metrics_without_time(reference), got = metrics_without_time(killed);
+  BOOST_REQUIRE_EQUAL(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) BOOST_TEST(got[i] == expected[i], "line " << i + 1 << ": " << got[i].dump() << " vs " << expected[i].dump());
+  const auto a = nlohmann::json::parse(read_text(reference / "summary.json"));
+  const auto b = nlohmann::json::parse(read_text(killed / "summary.json"));
+  for (const char* key : {"test_accuracy", "test_loss", "final_train_loss", "best_test_accuracy", "attention_on_2s_4s"})
+    BOOST_TEST(a[key] == b[key], key);
+  BOOST_TEST(read_text(killed / "command.txt").find("--resume") != std::string::npos);
+
+  // The run's config.yaml repeats it exactly.
+  const fs::path again = tmp.path() / "again";
+  BOOST_REQUIRE_EQUAL(run("--config " + (reference / "config.yaml").string() + " --out " + again.string(),
+                          tmp.path() / "again.txt"), 0);
+  BOOST_TEST(read_text(again / "config.yaml") == read_text(reference / "config.yaml"));
+  const auto repeated = metrics_without_time(again);
+  BOOST_TEST(repeated == expected);
+
+  // eval scores the best checkpoint: the best test accuracy the run logged.
+  BOOST_REQUIRE_EQUAL(run("eval " + reference.string(), tmp.path() / "eval.txt"), 0);
+  const std::string eval = read_text(tmp.path() / "eval.txt");
+  BOOST_TEST(eval.find(fmt::format("test_accuracy {:.4f}", a["best_test_accuracy"].get<double>())) != std::string::npos, eval);
 }
 
 BOOST_AUTO_TEST_CASE(divergence_is_reported_not_hidden) {
@@ -68,7 +176,8 @@ BOOST_AUTO_TEST_CASE(divergence_is_reported_not_hidden) {
                      tmp.path() / "log.txt");
   const std::string log = read_text(tmp.path() / "log.txt");
   BOOST_TEST(rc != 0, log);
-  BOOST_TEST((log.find("diverged") != std::string::npos || log.find("non-finite") != std::string::npos), log);
+  BOOST_TEST(log.find("training stopped") != std::string::npos, log);
+  BOOST_TEST(log.find("step") != std::string::npos, log);
 }
 
 BOOST_AUTO_TEST_CASE(device_is_a_config_key) {

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using posgrad::test::read_text;
 using posgrad::test::TempDir;
 using posgrad::Error;
-using posgrad::apps::Config;
+using posgrad::apps::Settings;
 using posgrad::apps::ExistingRun;
 using posgrad::apps::RunDir;
 
@@ -59,7 +59,13 @@ BOOST_AUTO_TEST_SUITE(run_dir)
 BOOST_AUTO_TEST_CASE(writes_config_metrics_summary) {
   TempDir tmp;
   const fs::path dir = tmp.path() / "runs" / "app" / "one";
-  Config config = Config::parse("train:\n  lr: 0.01\n  steps: 3\nname: x\n", "defaults.yaml");
+  double lr = 0.01;
+  int64_t steps = 3;
+  std::string name = "x";
+  Settings config;
+  config.add("train.lr", lr, "");
+  config.add("train.steps", steps, "");
+  config.add("name", name, "");
   config.apply_override("train.steps=5");
   {
     RunDir run(dir);
@@ -82,10 +88,11 @@ BOOST_AUTO_TEST_CASE(writes_config_metrics_summary) {
     run.write_text("notes/readme.txt", "hello\n");
     BOOST_TEST(error_of([&] { run.log_metrics(nlohmann::json::array({1, 2})); }) != "");
   }
-  const Config back = Config::load(dir / "config.yaml");
-  BOOST_TEST(back.get<double>("train.lr") == 0.01);
-  BOOST_TEST(back.get<int64_t>("train.steps") == 5);
-  BOOST_TEST(back.get<std::string>("name") == "x");
+  steps = 0;
+  config.load_yaml_file(dir / "config.yaml");
+  BOOST_TEST(lr == 0.01);
+  BOOST_TEST(steps == 5);
+  BOOST_TEST(name == "x");
 
   const std::vector<std::string> lines = read_lines(dir / "metrics.jsonl");
   BOOST_REQUIRE(lines.size() == 4u);
@@ -147,27 +154,58 @@ BOOST_AUTO_TEST_CASE(overwrite_restarts_append_continues) {
 
 BOOST_AUTO_TEST_CASE(open_run_dir_records_config_and_command) {
   TempDir tmp;
-  fs::create_directories(tmp.path() / "configs");
-  std::ofstream(tmp.path() / "configs" / "myapp.yaml") << "seed: 1\n";
-  posgrad::apps::CommandLineOptions options;
-  options.source_dir = tmp.path();
-  const std::string out = (tmp.path() / "out dir").string();
-  std::vector<const char*> argv{"myapp", "-Dseed=2", "--out", out.c_str()};
-  const auto cl = posgrad::apps::parse_command_line(4, argv.data(), "myapp", {}, options);
+  int64_t seed = 2;
+  Settings settings;
+  settings.add("seed", seed, "");
+  posgrad::apps::TrainRequest request;
+  request.out_dir = tmp.path() / "out dir";
+  request.command = "myapp -Dseed=2";
   {
-    RunDir run = posgrad::apps::open_run_dir(cl);
+    RunDir run = posgrad::apps::open_run_dir(request, settings);
     RunDir moved = std::move(run);
     moved.log_metrics({{"step", 1}});
   }
-  BOOST_TEST(Config::load(tmp.path() / "out dir" / "config.yaml").get<int64_t>("seed") == 2);
-  BOOST_TEST(read_text(tmp.path() / "out dir" / "command.txt") ==
-             "myapp -Dseed=2 --out '" + out + "'\n");
-  BOOST_TEST(read_lines(tmp.path() / "out dir" / "metrics.jsonl").size() == 1u);
+  BOOST_TEST(read_text(request.out_dir / "config.yaml") == "seed: 2\n");
+  BOOST_TEST(read_text(request.out_dir / "command.txt") == "myapp -Dseed=2\n");
   // Second time: refused, unless --overwrite.
-  BOOST_TEST(error_of([&] { posgrad::apps::open_run_dir(cl); }).find("--overwrite") != std::string::npos);
-  auto again = cl;
-  again.overwrite = true;
-  BOOST_CHECK_NO_THROW(posgrad::apps::open_run_dir(again));
+  BOOST_TEST(error_of([&] { posgrad::apps::open_run_dir(request, settings); }).find("--overwrite") != std::string::npos);
+  // Resumed: the command is added, config.yaml and metrics.jsonl are kept.
+  request.resume = true;
+  request.command = "myapp --resume run";
+  {
+    RunDir run = posgrad::apps::open_run_dir(request, settings);
+    run.log_metrics({{"step", 2}});
+  }
+  BOOST_TEST(read_text(request.out_dir / "command.txt") == "myapp -Dseed=2\nmyapp --resume run\n");
+  BOOST_TEST(read_lines(request.out_dir / "metrics.jsonl").size() == 2u);
+  request.resume = false;
+  request.overwrite = true;
+  BOOST_CHECK_NO_THROW(posgrad::apps::open_run_dir(request, settings));
+  BOOST_TEST(read_lines(request.out_dir / "metrics.jsonl").empty());
+}
+
+BOOST_AUTO_TEST_CASE(metrics_after_a_step_are_dropped_for_a_resume) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "run";
+  {
+    RunDir run(dir);
+    for (int step = 10; step <= 50; step += 10) run.log_metrics({{"step", step}, {"loss", 1.0 / step}});
+    run.log_metrics({{"note", "no step"}});
+  }
+  // A process killed in the middle of a line leaves half of it.
+  { std::ofstream(dir / "metrics.jsonl", std::ios::app) << "{\"step\": 60, \"lo"; }
+  RunDir run(dir, ExistingRun::Append);
+  BOOST_TEST(run.read_metrics().size() == 6u);
+  run.drop_metrics_after(30);
+  run.log_metrics({{"step", 40}, {"loss", 0.5}});
+  const auto records = run.read_metrics();
+  BOOST_REQUIRE(records.size() == 5u);
+  BOOST_TEST(records[2]["step"].get<int>() == 30);
+  BOOST_TEST(records[3]["note"].get<std::string>() == "no step");
+  BOOST_TEST(records[4]["loss"].get<double>() == 0.5);
+  // A broken line that is not the last one is an error naming the file and the line.
+  { std::ofstream(dir / "metrics.jsonl", std::ios::app) << "garbage\n{\"step\": 1}\n"; }
+  BOOST_TEST(error_of([&] { run.read_metrics(); }).find("line 6") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,332 @@
+// Settings: see settings.h.
+#include "apps/common/settings.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include "tensor/error.h"
+#include "tensor/parse_text.h"
+
+namespace posgrad::apps {
+
+// ------------------------------------------------------------------ text form of one value
+
+namespace setting_codec {
+std::optional<bool> parse(const std::string& text, bool*) { return parse_bool(text); }
+std::optional<int64_t> parse(const std::string& text, int64_t*) { return parse_int64(text); }
+std::optional<int> parse(const std::string& text, int*) {
+  const auto v = parse_int64(text);
+  if (!v || *v < INT32_MIN || *v > INT32_MAX) return std::nullopt;
+  return static_cast<int>(*v);
+}
+std::optional<double> parse(const std::string& text, double*) { return parse_double(text); }
+std::optional<std::string> parse(const std::string& text, std::string*) { return text; }
+std::string format(bool v) { return v ? "true" : "false"; }
+std::string format(int64_t v) { return std::to_string(v); }
+std::string format(int v) { return std::to_string(v); }
+std::string format(double v) { return fmt::format("{}", v); }  // shortest text that reads back exactly
+std::string format(const std::string& v) { return v; }
+}  // namespace setting_codec
+
+namespace {
+
+std::string unquote(std::string_view s) {
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front())
+    s = s.substr(1, s.size() - 2);
+  return std::string(s);
+}
+
+std::string trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return "";
+  return std::string(s.substr(b, s.find_last_not_of(" \t") - b + 1));
+}
+
+// "[1, 2]" or "1,2" (command line, or a plain YAML scalar given to a list setting) -> items.
+std::vector<std::string> split_list(std::string text) {
+  text = trim(text);
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+  std::vector<std::string> items;
+  if (trim(text).empty()) return items;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) items.push_back(unquote(trim(item)));
+  return items;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ Setting
+
+Setting& Setting::choices(std::vector<std::string> allowed) {
+  POSGRAD_CHECK(is_string_, "setting '{}': choices() is only for string settings", key_);
+  choices_ = std::move(allowed);
+  std::vector<std::string> current = is_list_ ? split_list(format_()) : std::vector<std::string>{format_()};
+  POSGRAD_CHECK(violation({}, current).empty(), "setting '{}': the default {} is not {}", key_, format_(),
+                constraint_text());
+  return *this;
+}
+
+Setting& Setting::at_least(double bound) {
+  POSGRAD_CHECK(is_number_, "setting '{}': at_least() is only for number settings", key_);
+  min_ = bound;
+  min_strict_ = false;
+  return *this;
+}
+
+Setting& Setting::above(double bound) {
+  at_least(bound);
+  min_strict_ = true;
+  return *this;
+}
+
+Setting& Setting::at_most(double bound) {
+  POSGRAD_CHECK(is_number_, "setting '{}': at_most() is only for number settings", key_);
+  max_ = bound;
+  return *this;
+}
+
+std::string Setting::constraint_text() const {
+  if (!choices_.empty()) return fmt::format("one of: {}", fmt::join(choices_, ", "));
+  const std::string lo = min_ ? fmt::format("{} {}", min_strict_ ? ">" : ">=", *min_) : "";
+  const std::string hi = max_ ? fmt::format("<= {}", *max_) : "";
+  if (!lo.empty() && !hi.empty()) return lo + " and " + hi;
+  return lo + hi;
+}
+
+std::string Setting::violation(const std::vector<double>& numbers, const std::vector<std::string>& texts) const {
+  for (double v : numbers) {
+    const bool below = min_ && (min_strict_ ? !(v > *min_) : !(v >= *min_));
+    const bool over = max_ && !(v <= *max_);
+    if (below || over) return fmt::format("{} is out of range: must be {}", setting_codec::format(v), constraint_text());
+  }
+  if (!choices_.empty())
+    for (const std::string& t : texts)
+      if (std::find(choices_.begin(), choices_.end(), t) == choices_.end()) {
+        std::string close;
+        size_t best = 3;
+        for (const std::string& c : choices_)
+          if (size_t d = edit_distance(t, c); d < best) best = d, close = c;
+        return fmt::format("'{}' is not a valid choice{}; expected {}", t,
+                           close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close), constraint_text());
+      }
+  return "";
+}
+
+void Setting::assign(const std::vector<std::string>& items, bool as_list, const std::string& origin) {
+  std::vector<std::string> values = items;
+  if (is_list_ && !as_list) {
+    values = split_list(items.empty() ? "" : items.front());
+  } else if (!is_list_ && (as_list || items.size() != 1)) {
+    fail("{}: setting '{}' takes one {}, got a list", origin, key_, type_);
+  }
+  const std::string why = store_(values);
+  if (!why.empty())
+    fail("{}: bad value for setting '{}' ({}{}): {}", origin, key_, type_,
+         help_.empty() ? "" : ", " + help_, why);
+}
+
+// ------------------------------------------------------------------ Settings
+
+Setting& Settings::declare(std::string key, std::string help, std::string type, bool is_list, bool is_number,
+                           bool is_string) {
+  POSGRAD_CHECK(!key.empty() && key.front() != '.' && key.back() != '.', "Settings: bad key '{}'", key);
+  for (const Setting& s : settings_) {
+    POSGRAD_CHECK(s.key_ != key, "Settings: '{}' declared twice", key);
+    POSGRAD_CHECK(s.key_.rfind(key + ".", 0) != 0 && key.rfind(s.key_ + ".", 0) != 0,
+                  "Settings: '{}' and '{}' cannot both be settings (one is a section of the other)", key, s.key_);
+  }
+  Setting& s = settings_.emplace_back();
+  s.key_ = std::move(key);
+  s.help_ = std::move(help);
+  s.type_ = std::move(type);
+  s.is_list_ = is_list;
+  s.is_number_ = is_number;
+  s.is_string_ = is_string;
+  return s;
+}
+
+const Setting* Settings::find(std::string_view key) const {
+  for (const Setting& s : settings_)
+    if (s.key_ == key) return &s;
+  return nullptr;
+}
+
+Setting& Settings::require(std::string_view key, const std::string& origin) {
+  for (Setting& s : settings_)
+    if (s.key_ == key) return s;
+  std::string close;
+  size_t best = std::max<size_t>(3, key.size() / 3) + 1;
+  for (const Setting& s : settings_)
+    if (size_t d = edit_distance(key, s.key_); d < best) best = d, close = s.key_;
+  const auto dot = key.rfind('.');
+  std::vector<std::string> siblings;
+  if (dot != std::string_view::npos)
+    for (const Setting& s : settings_)
+      if (s.key_.compare(0, dot + 1, key.substr(0, dot + 1)) == 0) siblings.push_back(s.key_);
+  fail("{}: unknown setting '{}'{}{}", origin, key,
+       close.empty() ? "" : fmt::format("; did you mean '{}'?", close),
+       siblings.empty() ? std::string("; --help lists every setting")
+                        : fmt::format("; settings under '{}': {}", key.substr(0, dot), fmt::join(siblings, ", ")));
+}
+
+namespace {
+
+// Walks a YAML map, calling `leaf(key, node, line)` for every value that is not a map.
+template <typename Leaf>
+void walk(const YAML::Node& map, const std::string& prefix, const Leaf& leaf) {
+  for (const auto& item : map) {
+    const std::string key = prefix + item.first.as<std::string>();
+    if (item.second.IsMap()) walk(item.second, key + ".", leaf);
+    else leaf(key, item.second, item.first.Mark().line + 1);
+  }
+}
+
+}  // namespace
+
+void Settings::load_yaml_text(const std::string& text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail("{}: not valid YAML: {} (line {}, column {})", origin, e.msg, e.mark.line + 1, e.mark.column + 1);
+  }
+  if (root.IsNull()) return;  // an empty preset changes nothing
+  POSGRAD_CHECK(root.IsMap(), "{}: the top level must be a map of settings (key: value)", origin);
+  walk(root, "", [&](const std::string& key, const YAML::Node& node, int line) {
+    Setting& s = require(key, origin);
+    const std::string where = fmt::format("{} (line {})", origin, line);
+    if (node.IsNull()) fail("{}: setting '{}' has no value", where, key);
+    if (node.IsSequence()) {
+      std::vector<std::string> items;
+      for (const auto& element : node) {
+        POSGRAD_CHECK(element.IsScalar(), "{}: setting '{}': list elements must be plain values", where, key);
+        items.push_back(element.Scalar());
+      }
+      s.assign(items, true, where);
+    } else {
+      s.assign({node.Scalar()}, false, where);
+    }
+  });
+}
+
+void Settings::load_yaml_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  POSGRAD_CHECK(in.good(), "settings file '{}' cannot be read (does it exist?)", path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  load_yaml_text(text.str(), fmt::format("settings file '{}'", path.string()));
+}
+
+void Settings::apply_override(std::string_view assignment) {
+  const auto eq = assignment.find('=');
+  POSGRAD_CHECK(eq != std::string_view::npos && eq > 0,
+                "override '-D{}' is not key=value (e.g. -Dtrain.lr=1e-3)", assignment);
+  const std::string key = trim(assignment.substr(0, eq));
+  const std::string origin = fmt::format("override '-D{}'", assignment);
+  require(key, origin).assign({unquote(trim(assignment.substr(eq + 1)))}, false, origin);
+}
+
+std::vector<std::string> Settings::changed_keys() const {
+  std::vector<std::string> keys;
+  for (const Setting& s : settings_)
+    if (s.value_text() != s.default_text()) keys.push_back(s.key_);
+  return keys;
+}
+
+namespace {
+
+struct Section {
+  std::string name;
+  const Setting* leaf = nullptr;
+  std::vector<Section> children;  // in order of first declaration
+};
+
+void insert(Section& root, const Setting& s) {
+  Section* at = &root;
+  std::stringstream parts(s.key());
+  std::string part;
+  while (std::getline(parts, part, '.')) {
+    auto it = std::find_if(at->children.begin(), at->children.end(), [&](const Section& c) { return c.name == part; });
+    if (it == at->children.end()) {
+      at->children.push_back(Section{part, nullptr, {}});
+      it = at->children.end() - 1;
+    }
+    at = &*it;
+  }
+  at->leaf = &s;
+}
+
+// A string YAML would read as something else (a bool, a number, null) is quoted.
+void emit_text(YAML::Emitter& out, const std::string& text, bool is_string) {
+  const bool ambiguous = text.empty() || parse_bool(text) || parse_double(text) || text == "~" || text == "null";
+  if (is_string && ambiguous) out << YAML::DoubleQuoted << text;
+  else out << text;
+}
+
+void emit(YAML::Emitter& out, const Section& section) {
+  out << YAML::BeginMap;
+  for (const Section& c : section.children) {
+    out << YAML::Key << c.name << YAML::Value;
+    if (!c.leaf) {
+      emit(out, c);
+      continue;
+    }
+    const bool is_string = c.leaf->type() == "string" || c.leaf->type() == "list of string";
+    if (c.leaf->is_list()) {
+      out << YAML::Flow << YAML::BeginSeq;
+      for (const std::string& item : split_list(c.leaf->value_text())) emit_text(out, item, is_string);
+      out << YAML::EndSeq;
+    } else {
+      emit_text(out, c.leaf->value_text(), is_string);
+    }
+    if (!c.leaf->help().empty()) out << YAML::Comment(c.leaf->help());
+  }
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string Settings::to_yaml() const {
+  Section root;
+  for (const Setting& s : settings_) insert(root, s);
+  YAML::Emitter out;
+  emit(out, root);
+  return std::string(out.c_str()) + "\n";
+}
+
+std::string Settings::describe() const {
+  size_t key_width = 0, type_width = 0, default_width = 0;
+  for (const Setting& s : settings_) {
+    key_width = std::max(key_width, s.key().size());
+    type_width = std::max(type_width, s.type().size());
+    default_width = std::max(default_width, s.default_text().size());
+  }
+  std::string out;
+  for (const Setting& s : settings_) {
+    const std::string constraint = s.constraint_text();
+    out += fmt::format("  {:<{}}  {:<{}}  {:<{}}  {}{}\n", s.key(), key_width, s.type(), type_width,
+                       s.default_text(), default_width, s.help(), constraint.empty() ? "" : " (" + constraint + ")");
+  }
+  return out;
+}
+
+}  // namespace posgrad::apps
