@@ -1,19 +1,24 @@
-// Canvas: an RGB raster to draw figures on, saved as PNG. Filled and outlined rectangles,
-// antialiased lines of any thickness, filled circles, and text from stb_easy_font (a small
-// vector font of axis-aligned strokes) drawn at an integer scale: scale 1 letters are 7 px tall,
-// scale 2 letters 14 px. Coordinates are pixels, x to the right, y down; drawing outside the
-// canvas is clipped.
+// Canvas: a drawing area for figures on cairo. Everything drawn is recorded (a cairo recording
+// surface) and rendered on saving: to a PNG (antialiased raster, 1 unit = 1 pixel), an SVG or a
+// PDF (vectors, 1 unit = 1 pt). Filled and outlined rectangles, lines and polylines (solid or
+// dashed), filled circles, a vertical colour gradient, and text in a sans-serif font (DejaVu Sans
+// through cairo's toy text API), horizontal or rotated 90 degrees. Coordinates are in units,
+// x to the right, y down; drawing outside the canvas is clipped.
 //
-// Deliberately does not: load images, use alpha channels, draw non-ASCII text, rotate text other
-// than by 90 degrees, or know about axes and data (see plot.h).
+// Deliberately does not: load images, read pixels back (decode the PNG for that), use alpha,
+// lay out text over several lines, or know about axes and data (see plot.h).
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "apps/common/color.h"
+
+struct _cairo;
+struct _cairo_surface;
 
 namespace posgrad::apps {
 
@@ -25,63 +30,63 @@ struct Rect {
   Rect inset(int left, int top, int right_, int bottom_) const {
     return {x + left, y + top, w - left - right_, h - top - bottom_};
   }
-  bool contains(int px, int py) const { return px >= x && px < right() && py >= y && py < bottom(); }
+  bool contains(double px, double py) const { return px >= x && px < right() && py >= y && py < bottom(); }
 };
 
 enum class Align { Left, Center, Right };   // where x is on the text
 enum class VAlign { Top, Middle, Bottom };  // where y is: top of capitals, their middle, baseline
 
 struct TextStyle {
-  int scale = 2;              // 1: 7 px capitals; 2: 14 px; 3: 21 px ...
+  double size = 13;           // font size in units (capitals are about 0.73 of it)
   Color color = colors::black;
   Align align = Align::Left;
   VAlign valign = VAlign::Top;
   bool bold = false;
-  bool vertical = false;      // rotated 90 degrees counter-clockwise (reads bottom to top)
+  bool vertical = false;      // rotated 90 degrees counter-clockwise (reads bottom to top); align
+                              // is along the text, valign across it (Top: capitals' top at x)
 };
+
+enum class ImageFormat { Png, Svg, Pdf };
 
 class Canvas {
  public:
   Canvas(int width, int height, Color background = colors::white);
+  ~Canvas();
+  Canvas(Canvas&&) noexcept;
+  Canvas& operator=(Canvas&&) noexcept;
 
   int width() const { return width_; }
   int height() const { return height_; }
   Rect bounds() const { return {0, 0, width_, height_}; }
-  const std::vector<uint8_t>& rgb() const { return pixels_; }  // row-major, 3 bytes per pixel
 
-  Color pixel(int x, int y) const;  // throws outside the canvas
-  void set_pixel(int x, int y, Color c);
-  void blend_pixel(int x, int y, Color c, double alpha);  // alpha in [0, 1]
-
-  void fill(Color c);
   void fill_rect(const Rect& r, Color c);
-  void stroke_rect(const Rect& r, Color c, int thickness = 1);  // the border lies inside r
-  void line(double x0, double y0, double x1, double y1, Color c, double thickness = 1.0);
-  // Joined segments; a NaN coordinate breaks the line.
+  void stroke_rect(const Rect& r, Color c, double thickness = 1);  // the border lies inside r
+  // Bottom-to-top gradient through `stops` (evenly spaced), filling r.
+  void vertical_gradient(const Rect& r, const std::vector<Color>& stops);
+  void line(double x0, double y0, double x1, double y1, Color c, double thickness = 1.0,
+            bool dashed = false);
+  // Joined segments; a non-finite coordinate breaks the line.
   void polyline(const std::vector<double>& xs, const std::vector<double>& ys, Color c,
-                double thickness = 1.0);
-  void circle(double cx, double cy, double radius, Color c);  // filled, antialiased
-  void dashed_line(double x0, double y0, double x1, double y1, Color c, double dash = 4,
-                   double gap = 4, double thickness = 1.0);
+                double thickness = 1.0, bool dashed = false);
+  void circle(double cx, double cy, double radius, Color c);  // filled
+  // Later drawing is clipped to r until unclip().
+  void clip(const Rect& r);
+  void unclip();
 
-  // Text at (x, y) anchored per style.align / style.valign. Newlines start new lines. Characters
-  // outside printable ASCII are drawn as '?'. Returns the box it covered.
-  Rect text(int x, int y, std::string_view s, const TextStyle& style = {});
-  static int text_width(std::string_view s, int scale, bool bold = false);  // inked width, px
-  static int text_height(std::string_view s, int scale);  // capitals to baseline of the last line
-  static int line_height(int scale) { return 12 * scale; }
-  static int cap_height(int scale) { return 7 * scale; }
+  // One line of UTF-8 text anchored per style.align / style.valign (invalid bytes are drawn as
+  // '?'); returns the box of its advance width by its capital height plus descenders.
+  Rect text(double x, double y, std::string_view s, const TextStyle& style = {});
+  double text_width(std::string_view s, double size, bool bold = false) const;  // advance, units
+  static double cap_height(double size) { return 0.73 * size; }  // DejaVu Sans capitals
 
-  // Copies `other` with its top-left corner at (x, y).
-  void draw(const Canvas& other, int x, int y);
-
-  std::vector<uint8_t> encode_png() const;
-  // Writes a PNG atomically (temporary file + rename).
-  void save_png(const std::filesystem::path& path) const;
+  std::string encode(ImageFormat format) const;
+  // Writes the image atomically (parent folders created); the format is given, not guessed.
+  void save(const std::filesystem::path& path, ImageFormat format) const;
 
  private:
   int width_, height_;
-  std::vector<uint8_t> pixels_;
+  std::unique_ptr<_cairo_surface, void (*)(_cairo_surface*)> recording_;
+  std::unique_ptr<_cairo, void (*)(_cairo*)> cr_;
 };
 
 }  // namespace posgrad::apps

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -25,29 +27,10 @@ std::string format_value(const std::string& format, double v) {
   }
 }
 
-// Largest text scale in [1, max_scale] at which `text` fits in w x h; 0 if none does.
-int fitting_scale(const std::string& text, int w, int h, int max_scale, bool bold) {
-  for (int s = max_scale; s >= 1; --s)
-    if (Canvas::cap_height(s) <= h && Canvas::text_width(text, s, bold) <= w) return s;
-  return 0;
-}
-
-// One scale for the cell texts: the largest at which two thirds of them fit (the rest are
-// drawn smaller, see below), so one long "-0.00" does not shrink every number.
-int common_scale(const std::vector<std::string>& texts, int w, int h, int max_scale, bool bold) {
-  if (texts.empty()) return 0;
-  for (int s = max_scale; s >= 1; --s) {
-    size_t fit = 0;
-    for (const std::string& t : texts) fit += fitting_scale(t, w, h, s, bold) == s;
-    if (fit * 3 >= texts.size() * 2) return s;
-  }
-  return 0;
-}
-
 // Shows every k-th label so neighbours do not overlap: `extent` is each label's size along the
 // axis, `spacing` the distance between neighbouring ticks.
 // Steps are round (1, 2, 5, 10, 20, 50, ...) so the shown indices are easy to read.
-int thinning_step(int extent, double spacing, int gap) {
+int thinning_step(double extent, double spacing, double gap) {
   if (spacing <= 0) return 1;
   const int needed = std::max(1, static_cast<int>(std::ceil((extent + gap) / spacing)));
   for (int base = 1;; base *= 10)
@@ -55,36 +38,13 @@ int thinning_step(int extent, double spacing, int gap) {
       if (m * base >= needed) return m * base;
 }
 
-int max_width(const std::vector<std::string>& texts, int scale) {
-  int w = 0;
-  for (const std::string& t : texts) w = std::max(w, Canvas::text_width(t, scale));
-  return w;
+int max_width(const Canvas& canvas, const std::vector<std::string>& texts, double size) {
+  double w = 0;
+  for (const std::string& t : texts) w = std::max(w, canvas.text_width(t, size));
+  return static_cast<int>(std::ceil(w));
 }
 
-// Clips the segment to the rectangle [x0, x1] x [y0, y1] (Liang-Barsky); false if outside.
-bool clip_segment(double& ax, double& ay, double& bx, double& by, double x0, double y0, double x1,
-                  double y1) {
-  double t0 = 0, t1 = 1;
-  const double dx = bx - ax, dy = by - ay;
-  const double p[4] = {-dx, dx, -dy, dy};
-  const double q[4] = {ax - x0, x1 - ax, ay - y0, y1 - ay};
-  for (int i = 0; i < 4; ++i) {
-    if (p[i] == 0) {
-      if (q[i] < 0) return false;
-    } else {
-      const double t = q[i] / p[i];
-      if (p[i] < 0) t0 = std::max(t0, t);
-      else t1 = std::min(t1, t);
-    }
-  }
-  if (t0 > t1) return false;
-  const double nax = ax + t0 * dx, nay = ay + t0 * dy;
-  bx = ax + t1 * dx;
-  by = ay + t1 * dy;
-  ax = nax;
-  ay = nay;
-  return true;
-}
+double crisp(double v) { return std::floor(v) + 0.5; }  // a 1-unit line on a pixel row
 
 }  // namespace
 
@@ -138,15 +98,14 @@ std::vector<std::string> format_cells(const std::vector<float>& values, const st
   return out;
 }
 
-Rect draw_title(Canvas& canvas, const Rect& area, const std::string& title, int scale) {
+Rect draw_title(Canvas& canvas, const Rect& area, const std::string& title, double size) {
   if (title.empty()) return area;
   TextStyle st;
-  st.scale = scale;
+  st.size = size;
   st.bold = true;
   st.align = Align::Center;
-  canvas.text(area.x + area.w / 2, area.y + kPad, title, st);
-  const int used = Canvas::text_height(title, scale) + 2 * kPad + 2;
-  return area.inset(0, used, 0, 0);
+  canvas.text(area.x + area.w / 2.0, area.y + kPad, title, st);
+  return area.inset(0, static_cast<int>(std::ceil(size)) + 2 * kPad, 0, 0);
 }
 
 // ------------------------------------------------------------------ heatmap
@@ -168,7 +127,9 @@ HeatmapLayout draw_heatmap(Canvas& canvas, const Rect& area, const std::vector<f
   POSGRAD_CHECK(o.mask.empty() || o.mask.size() == n,
                 "draw_heatmap: mask has {} entries for a {}x{} grid (need {} or none)",
                 o.mask.size(), rows, cols, n);
-  const int fs = std::max(1, o.font_scale);
+  POSGRAD_CHECK(o.font_size > 0, "draw_heatmap: font_size must be positive, got {}", o.font_size);
+  const double fs = o.font_size;
+  const int line_h = static_cast<int>(std::ceil(fs));  // capitals plus descenders
   auto visible = [&](size_t i) { return o.mask.empty() || o.mask[i] != 0; };
 
   // Colour range over the visible, finite cells.
@@ -186,7 +147,7 @@ HeatmapLayout draw_heatmap(Canvas& canvas, const Rect& area, const std::vector<f
   if (o.vmin) lo = *o.vmin;
   if (o.vmax) hi = *o.vmax;
   if (hi == lo) hi = lo + 1;  // constant data: everything at the low end of the map
-  auto colour_of = [&](double v) { return colormap(o.colormap, (v - lo) / (hi - lo)); };
+  layout.vmin = lo, layout.vmax = hi;
 
   // Tick labels.
   std::vector<std::string> row_labels = o.row_labels, col_labels = o.col_labels;
@@ -200,52 +161,55 @@ HeatmapLayout draw_heatmap(Canvas& canvas, const Rect& area, const std::vector<f
                 "draw_heatmap: {} column labels for {} columns", col_labels.size(), cols);
 
   // Layout: title | y label, row ticks, grid, colour bar | column ticks, x label.
-  Rect r = draw_title(canvas, area, o.title, fs);
-  const int label_h = Canvas::cap_height(fs);
-  const int left = (o.y_label.empty() ? 0 : label_h + kPad) +
-                   (row_labels.empty() ? 0 : max_width(row_labels, fs) + kPad) + 2;
-  const int bottom = (col_labels.empty() ? 0 : label_h + kPad) +
-                     (o.x_label.empty() ? 0 : label_h + kPad) + kPad;
-
+  const Rect r = draw_title(canvas, area, o.title, 1.1 * fs);
+  const int left = (o.y_label.empty() ? 0 : line_h + kPad) +
+                   (row_labels.empty() ? 0 : max_width(canvas, row_labels, fs) + kPad) + 2;
+  const int bottom = (col_labels.empty() ? 0 : line_h + kPad) + (o.x_label.empty() ? 0 : line_h + kPad) + kPad;
   std::vector<double> bar_ticks;
   std::vector<std::string> bar_labels;
   int right = kPad;
+  constexpr int kBarWidth = 14, kTickLength = 4;
   if (o.colorbar) {
     bar_ticks = nice_ticks(lo, hi, 5);
     const double step = bar_ticks.size() > 1 ? bar_ticks[1] - bar_ticks[0] : 0.0;
     for (double t : bar_ticks) bar_labels.push_back(format_tick(t, step));
-    right = kPad * 2 + 14 + 4 + max_width(bar_labels, fs) + kPad +
-            (o.colorbar_label.empty() ? 0 : label_h + kPad);
+    right = 2 * kPad + kBarWidth + kTickLength + 2 + max_width(canvas, bar_labels, fs) + kPad +
+            (o.colorbar_label.empty() ? 0 : line_h + kPad);
   }
   const Rect grid_area = r.inset(left, kPad, right, bottom);
-  layout.vmin = lo, layout.vmax = hi;
   if (grid_area.w < cols || grid_area.h < rows) return layout;  // no room to draw anything useful
   const int cw = grid_area.w / cols, ch = grid_area.h / rows;
   const Rect grid{grid_area.x, grid_area.y, cw * cols, ch * rows};
   layout.grid = grid, layout.cell_w = cw, layout.cell_h = ch;
 
-  // Cells.
+  // Cell texts: one size for all (the largest at which two thirds of them fit, so one long
+  // "-0.00" does not shrink every number); a text that does not fit it is drawn smaller, or not
+  // at all below 6 units.
   std::vector<std::string> texts = o.cell_text;
   if (texts.empty() && !o.value_format.empty()) {
     texts.resize(n);
     for (size_t i = 0; i < n; ++i)
       if (visible(i)) texts[i] = format_value(o.value_format, values[i]);
   }
-  const bool any_highlight =
-      std::any_of(o.highlight.begin(), o.highlight.end(), [](uint8_t h) { return h != 0; });
-  const int border = std::max(2, std::min(cw, ch) / 9);
-  const int margin = any_highlight ? 2 * border + 2 : 6;
-  const int text_w = cw - margin, text_h = ch - margin;
-  int text_scale = o.text_scale;
-  const bool auto_scale = text_scale <= 0;
-  if (auto_scale && !texts.empty()) {
-    std::vector<std::string> shown;
-    for (size_t i = 0; i < n; ++i)
-      if (visible(i) && !texts[i].empty()) shown.push_back(texts[i]);
-    text_scale = common_scale(shown, text_w, text_h, 3, any_highlight);
+  const bool any_highlight = std::any_of(o.highlight.begin(), o.highlight.end(), [](uint8_t h) { return h != 0; });
+  const double border = std::max(2, std::min(cw, ch) / 12);
+  const double margin = any_highlight ? 2 * border + 6 : 6;  // at least 3 units of room each side
+  const double max_size = o.cell_font_size > 0 ? o.cell_font_size : 1.25 * fs;
+  std::vector<double> fit(texts.size(), 0.0);  // the largest size each text may take
+  std::vector<double> shown;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (!visible(i) || texts[i].empty()) continue;
+    const double width_per_unit = canvas.text_width(texts[i], 10, any_highlight) / 10;
+    fit[i] = o.cell_font_size > 0 ? max_size
+                                  : std::min({max_size, (ch - margin) / Canvas::cap_height(1.0),
+                                              (cw - margin) / std::max(width_per_unit, 1e-9)});
+    shown.push_back(fit[i]);
   }
+  std::sort(shown.begin(), shown.end(), std::greater<>());
+  const double common = shown.empty() ? 0 : shown[(shown.size() * 2 + 2) / 3 - 1];
+
   const int gap = o.cell_borders && cw >= 6 && ch >= 6 ? 1 : 0;
-  for (int ri = 0; ri < rows; ++ri) {
+  for (int ri = 0; ri < rows; ++ri)
     for (int ci = 0; ci < cols; ++ci) {
       const size_t i = static_cast<size_t>(ri) * cols + ci;
       const Rect cell{grid.x + ci * cw, grid.y + ri * ch, cw - gap, ch - gap};
@@ -253,81 +217,62 @@ HeatmapLayout draw_heatmap(Canvas& canvas, const Rect& area, const std::vector<f
         canvas.fill_rect(cell, o.mask_color);
         continue;
       }
-      const Color fill = finite(values[i]) ? colour_of(values[i]) : colors::gray;
+      const Color fill = finite(values[i]) ? colormap(o.colormap, (values[i] - lo) / (hi - lo)) : colors::gray;
       canvas.fill_rect(cell, fill);
       const bool hl = !o.highlight.empty() && o.highlight[i] != 0;
       if (hl) canvas.stroke_rect(cell, o.highlight_color, border);
-      if (text_scale > 0 && !texts.empty() && !texts[i].empty()) {
-        TextStyle st;
-        // A text too wide for the common scale is drawn smaller, or not at all.
-        st.scale = auto_scale ? fitting_scale(texts[i], text_w, text_h, text_scale, any_highlight)
-                              : text_scale;
-        if (st.scale == 0) continue;
-        st.align = Align::Center;
-        st.valign = VAlign::Middle;
-        st.bold = hl;
-        st.color = luminance(fill) > 0.35 ? colors::black : colors::white;
-        canvas.text(cell.x + cell.w / 2 + (st.bold ? 0 : 1), cell.y + cell.h / 2 + 1, texts[i], st);
-      }
+      if (texts.empty() || std::min(common, fit[i]) < 6) continue;
+      TextStyle st;
+      st.size = std::min(common, fit[i]);
+      st.align = Align::Center;
+      st.valign = VAlign::Middle;
+      st.bold = hl;
+      st.color = luminance(fill) > 0.35 ? colors::black : colors::white;
+      canvas.text(cell.x + cell.w / 2.0, cell.y + cell.h / 2.0, texts[i], st);
     }
-  }
 
   // Tick labels, thinned when they would overlap.
   TextStyle tick;
-  tick.scale = fs;
+  tick.size = fs;
   tick.color = colors::dark_gray;
   if (!row_labels.empty()) {
-    const int step = thinning_step(label_h, ch, 3);
     tick.align = Align::Right;
     tick.valign = VAlign::Middle;
-    for (int ri = 0; ri < rows; ri += step)
-      canvas.text(grid.x - kPad, grid.y + ri * ch + ch / 2, row_labels[ri], tick);
+    for (int ri = 0; ri < rows; ri += thinning_step(Canvas::cap_height(fs), ch, 4))
+      canvas.text(grid.x - kPad, grid.y + ri * ch + ch / 2.0, row_labels[ri], tick);
   }
   if (!col_labels.empty()) {
-    const int step = thinning_step(max_width(col_labels, fs), cw, 10);
     tick.align = Align::Center;
     tick.valign = VAlign::Top;
-    for (int ci = 0; ci < cols; ci += step)
-      canvas.text(grid.x + ci * cw + cw / 2, grid.bottom() + kPad, col_labels[ci], tick);
+    for (int ci = 0; ci < cols; ci += thinning_step(max_width(canvas, col_labels, fs), cw, 8))
+      canvas.text(grid.x + ci * cw + cw / 2.0, grid.bottom() + kPad, col_labels[ci], tick);
   }
   TextStyle axis;
-  axis.scale = fs;
-  axis.color = colors::black;
-  if (!o.x_label.empty()) {
-    axis.align = Align::Center;
-    const int y = grid.bottom() + kPad + (col_labels.empty() ? 0 : label_h + kPad);
-    canvas.text(grid.x + grid.w / 2, y, o.x_label, axis);
-  }
-  if (!o.y_label.empty()) {
-    axis.vertical = true;
-    axis.align = Align::Center;
-    axis.valign = VAlign::Top;
-    canvas.text(r.x + 2, grid.y + grid.h / 2, o.y_label, axis);
-  }
+  axis.size = fs;
+  axis.align = Align::Center;
+  if (!o.x_label.empty())
+    canvas.text(grid.x + grid.w / 2.0, grid.bottom() + kPad + (col_labels.empty() ? 0 : line_h + kPad), o.x_label, axis);
+  axis.vertical = true;
+  if (!o.y_label.empty()) canvas.text(r.x + 2, grid.y + grid.h / 2.0, o.y_label, axis);
 
   // Colour bar: the map from hi (top) to lo (bottom), with ticks.
   if (o.colorbar) {
-    const Rect bar{grid.right() + 2 * kPad, grid.y, 14, grid.h};
+    const Rect bar{grid.right() + 2 * kPad, grid.y, kBarWidth, grid.h};
     layout.colorbar = bar;
-    for (int y = 0; y < bar.h; ++y) {
-      const double t = bar.h > 1 ? 1.0 - static_cast<double>(y) / (bar.h - 1) : 0.5;
-      canvas.fill_rect({bar.x, bar.y + y, bar.w, 1}, colormap(o.colormap, t));
-    }
+    std::vector<Color> stops;
+    for (int k = 0; k <= 32; ++k) stops.push_back(colormap(o.colormap, k / 32.0));
+    canvas.vertical_gradient(bar, stops);
     canvas.stroke_rect(bar, colors::gray, 1);
     tick.align = Align::Left;
     tick.valign = VAlign::Middle;
     for (size_t k = 0; k < bar_ticks.size(); ++k) {
-      const double t = (bar_ticks[k] - lo) / (hi - lo);
-      const int y = bar.y + static_cast<int>(std::lround((1.0 - t) * (bar.h - 1)));
-      canvas.fill_rect({bar.right(), y, 4, 1}, colors::dark_gray);
-      canvas.text(bar.right() + 4 + 2, y, bar_labels[k], tick);
+      const double y = crisp(bar.y + (1.0 - (bar_ticks[k] - lo) / (hi - lo)) * (bar.h - 1));
+      canvas.line(bar.right(), y, bar.right() + kTickLength, y, colors::dark_gray);
+      canvas.text(bar.right() + kTickLength + 2, y, bar_labels[k], tick);
     }
-    if (!o.colorbar_label.empty()) {
-      axis.vertical = true;
-      axis.align = Align::Center;
-      axis.valign = VAlign::Bottom;
-      canvas.text(r.right() - kPad, bar.y + bar.h / 2, o.colorbar_label, axis);
-    }
+    axis.valign = VAlign::Bottom;
+    if (!o.colorbar_label.empty())
+      canvas.text(r.right() - kPad - 0.25 * fs, bar.y + bar.h / 2.0, o.colorbar_label, axis);
   }
   return layout;
 }
@@ -339,7 +284,7 @@ namespace {
 struct Axis {
   double lo = 0, hi = 1;
   bool log = false;
-  std::vector<double> ticks;  // in data units
+  std::vector<double> ticks;  // in axis units (log10 of the value on log axes)
   std::vector<std::string> labels;
   std::vector<double> minor;  // log axes: 2..9 x 10^k
 };
@@ -404,14 +349,10 @@ Axis log_axis(double lo, double hi, bool pad_lo, bool pad_hi) {
           }
         }
     if (label_25) {
-      std::vector<size_t> order(a.ticks.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return a.ticks[x] < a.ticks[y]; });
-      std::vector<double> ticks;
-      std::vector<std::string> labels;
-      for (size_t i : order) ticks.push_back(a.ticks[i]), labels.push_back(a.labels[i]);
-      a.ticks = std::move(ticks);
-      a.labels = std::move(labels);
+      std::vector<std::pair<double, std::string>> sorted;
+      for (size_t i = 0; i < a.ticks.size(); ++i) sorted.emplace_back(a.ticks[i], a.labels[i]);
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t i = 0; i < sorted.size(); ++i) std::tie(a.ticks[i], a.labels[i]) = sorted[i];
     }
   } else {
     // Less than a decade: round linear values placed on the log scale.
@@ -439,8 +380,12 @@ double PlotLayout::y_to_px(double y) const {
 
 PlotLayout draw_line_plot(Canvas& canvas, const Rect& area, const std::vector<Series>& series,
                           const LinePlotOptions& o) {
-  const int fs = std::max(1, o.font_scale);
-  const int label_h = Canvas::cap_height(fs);
+  POSGRAD_CHECK(o.font_size > 0, "draw_line_plot: font_size must be positive, got {}", o.font_size);
+  POSGRAD_CHECK(!o.log_y || ((!o.y_min || *o.y_min > 0) && (!o.y_max || *o.y_max > 0)),
+                "draw_line_plot: a log y axis needs y_min and y_max > 0, got y_min {} and y_max {}",
+                o.y_min.value_or(1.0), o.y_max.value_or(1.0));
+  const double fs = o.font_size;
+  const int line_h = static_cast<int>(std::ceil(fs));
 
   // Data ranges.
   double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
@@ -460,140 +405,111 @@ PlotLayout draw_line_plot(Canvas& canvas, const Rect& area, const std::vector<Se
   if (o.x_max) xhi = *o.x_max;
   if (o.y_min) ylo = *o.y_min;
   if (o.y_max) yhi = *o.y_max;
-  Axis xa = linear_axis(xlo, xhi, false, false);
-  if (xlo == xhi) xa = linear_axis(xlo, xhi, true, true);
-  Axis ya = o.log_y ? log_axis(ylo, yhi, !o.y_min, !o.y_max) : linear_axis(ylo, yhi, !o.y_min, !o.y_max);
+  const Axis xa = linear_axis(xlo, xhi, false, false);  // a single x value is padded anyway
+  const Axis ya = o.log_y ? log_axis(ylo, yhi, !o.y_min, !o.y_max) : linear_axis(ylo, yhi, !o.y_min, !o.y_max);
 
   // Layout: title | y label, y ticks, plot | x ticks, x label.
-  Rect r = draw_title(canvas, area, o.title, fs);
-  const int tick_len = 4;
-  const int left = (o.y_label.empty() ? 0 : label_h + kPad) + max_width(ya.labels, fs) + kPad +
-                   tick_len + 2;
-  const int bottom = tick_len + kPad + label_h + (o.x_label.empty() ? 0 : kPad + label_h) + kPad;
-  const int right = std::max(kPad, Canvas::text_width(xa.labels.empty() ? "" : xa.labels.back(), fs) / 2 + 2);
-  const Rect plot = r.inset(left, label_h / 2 + 2, right, bottom);
-  PlotLayout layout{plot, xa.lo, xa.hi, ya.lo, ya.hi, o.log_y};
+  const Rect r = draw_title(canvas, area, o.title, 1.1 * fs);
+  constexpr int kTickLength = 4;
+  const int left = (o.y_label.empty() ? 0 : line_h + kPad) + max_width(canvas, ya.labels, fs) + kPad + kTickLength + 2;
+  const int bottom = kTickLength + kPad + line_h + (o.x_label.empty() ? 0 : kPad + line_h) + kPad;
+  const int right = std::max<int>(kPad, canvas.text_width(xa.labels.empty() ? "" : xa.labels.back(), fs) / 2 + 2);
+  const Rect plot = r.inset(left, line_h / 2 + 2, right, bottom);
+  const PlotLayout layout{plot, xa.lo, xa.hi, ya.lo, ya.hi, o.log_y};
   if (plot.w < 10 || plot.h < 10) return layout;
-
   auto px = [&](double x) { return layout.x_to_px(x); };
-  auto py = [&](double v) {  // v already in axis units (log10 for log axes)
-    return plot.y + (ya.hi - v) / (ya.hi - ya.lo) * (plot.h - 1);
-  };
+  auto py = [&](double v) { return plot.y + (ya.hi - v) / (ya.hi - ya.lo) * (plot.h - 1); };  // axis units
 
-  // Grid, frame, ticks.
-  const Color grid_major{225, 225, 225}, grid_minor{242, 242, 242};
+  // Grid and ticks, with labels that do not overlap.
   if (o.grid) {
-    for (double m : ya.minor) canvas.fill_rect({plot.x, static_cast<int>(std::lround(py(m))), plot.w, 1}, grid_minor);
-    for (double t : ya.ticks) canvas.fill_rect({plot.x, static_cast<int>(std::lround(py(t))), plot.w, 1}, grid_major);
-    for (double t : xa.ticks) canvas.fill_rect({static_cast<int>(std::lround(px(t))), plot.y, 1, plot.h}, grid_major);
+    for (double m : ya.minor) canvas.line(plot.x, crisp(py(m)), plot.right(), crisp(py(m)), {242, 242, 242});
+    for (double t : ya.ticks) canvas.line(plot.x, crisp(py(t)), plot.right(), crisp(py(t)), {225, 225, 225});
+    for (double t : xa.ticks) canvas.line(crisp(px(t)), plot.y, crisp(px(t)), plot.bottom(), {225, 225, 225});
   }
   TextStyle tick;
-  tick.scale = fs;
+  tick.size = fs;
   tick.color = colors::dark_gray;
   tick.align = Align::Right;
   tick.valign = VAlign::Middle;
-  int last_label_y = std::numeric_limits<int>::max();
+  double last_label_y = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < ya.ticks.size(); ++i) {
-    const int y = static_cast<int>(std::lround(py(ya.ticks[i])));
-    canvas.fill_rect({plot.x - tick_len, y, tick_len, 1}, colors::dark_gray);
-    if (last_label_y - y >= label_h + 4 || i == 0) {
-      canvas.text(plot.x - tick_len - kPad / 2 - 1, y, ya.labels[i], tick);
-      last_label_y = y;
-    }
+    const double y = crisp(py(ya.ticks[i]));
+    canvas.line(plot.x - kTickLength, y, plot.x, y, colors::dark_gray);
+    if (last_label_y - y < line_h + 2) continue;
+    canvas.text(plot.x - kTickLength - kPad / 2.0, y, ya.labels[i], tick);
+    last_label_y = y;
   }
   tick.align = Align::Center;
   tick.valign = VAlign::Top;
-  int last_label_right = std::numeric_limits<int>::min();
+  double last_label_right = -std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < xa.ticks.size(); ++i) {
-    const int x = static_cast<int>(std::lround(px(xa.ticks[i])));
-    canvas.fill_rect({x, plot.bottom(), 1, tick_len}, colors::dark_gray);
-    const int w = Canvas::text_width(xa.labels[i], fs);
-    if (x - w / 2 > last_label_right + 8) {
-      canvas.text(x, plot.bottom() + tick_len + kPad / 2, xa.labels[i], tick);
-      last_label_right = x + w / 2;
-    }
+    const double x = crisp(px(xa.ticks[i])), w = canvas.text_width(xa.labels[i], fs);
+    canvas.line(x, plot.bottom(), x, plot.bottom() + kTickLength, colors::dark_gray);
+    if (x - w / 2 < last_label_right + 8) continue;
+    canvas.text(x, plot.bottom() + kTickLength + kPad / 2.0, xa.labels[i], tick);
+    last_label_right = x + w / 2;
   }
 
-  // Series, clipped to the plot area; `drawn` keeps points along them for placing the legend.
-  std::vector<std::vector<std::pair<double, double>>> drawn(series.size());
+  // Series, clipped to the axes; `drawn` keeps points along them for placing the legend.
+  std::vector<std::pair<double, double>> drawn;
+  canvas.clip(plot);
   for (size_t si = 0; si < series.size(); ++si) {
     const Series& s = series[si];
     const Color c = s.color.value_or(palette(static_cast<int>(si)));
-    bool have_prev = false;
-    double prev_x = 0, prev_y = 0;
+    std::vector<double> xs(s.ys.size()), ys(s.ys.size());
     for (size_t i = 0; i < s.ys.size(); ++i) {
-      const double x = s.xs.empty() ? static_cast<double>(i) : s.xs[i];
-      double y = s.ys[i];
-      if (o.log_y) y = y > 0 ? std::log10(y) : std::numeric_limits<double>::quiet_NaN();
-      if (!finite(x) || !finite(y)) {
-        have_prev = false;
-        continue;
-      }
-      const double cx = px(x), cy = py(y);
-      if (have_prev) {
-        double ax = prev_x, ay = prev_y, bx = cx, by = cy;
-        if (clip_segment(ax, ay, bx, by, plot.x, plot.y, plot.right() - 1, plot.bottom() - 1)) {
-          if (s.dashed) canvas.dashed_line(ax, ay, bx, by, c, 6, 4, s.thickness);
-          else canvas.line(ax, ay, bx, by, c, s.thickness);
-          const int samples = 1 + static_cast<int>(std::hypot(bx - ax, by - ay) / 4);
-          for (int k = 0; k <= samples; ++k)
-            drawn[si].emplace_back(ax + (bx - ax) * k / samples, ay + (by - ay) * k / samples);
-        }
-      }
-      if (s.marker_radius > 0 && plot.contains(static_cast<int>(cx), static_cast<int>(cy)))
-        canvas.circle(cx, cy, s.marker_radius, c);
-      have_prev = true, prev_x = cx, prev_y = cy;
+      const double y = o.log_y ? (s.ys[i] > 0 ? std::log10(s.ys[i]) : NAN) : s.ys[i];
+      xs[i] = px(s.xs.empty() ? static_cast<double>(i) : s.xs[i]);
+      ys[i] = finite(y) ? py(y) : NAN;
+      if (s.marker_radius > 0) canvas.circle(xs[i], ys[i], s.marker_radius, c);
+      if (i == 0 || !finite(xs[i] + ys[i] + xs[i - 1] + ys[i - 1])) continue;
+      const int samples = 1 + static_cast<int>(std::hypot(xs[i] - xs[i - 1], ys[i] - ys[i - 1]) / 4);
+      for (int k = 0; k <= samples; ++k)
+        drawn.emplace_back(xs[i - 1] + (xs[i] - xs[i - 1]) * k / samples, ys[i - 1] + (ys[i] - ys[i - 1]) * k / samples);
     }
+    canvas.polyline(xs, ys, c, s.thickness, s.dashed);
   }
+  canvas.unclip();
   canvas.stroke_rect(plot.inset(-1), colors::gray, 1);
 
   // Axis labels.
   TextStyle axis;
-  axis.scale = fs;
-  if (!o.x_label.empty()) {
-    axis.align = Align::Center;
-    canvas.text(plot.x + plot.w / 2, plot.bottom() + tick_len + kPad + label_h + kPad, o.x_label, axis);
-  }
-  if (!o.y_label.empty()) {
-    axis.vertical = true;
-    axis.align = Align::Center;
-    axis.valign = VAlign::Top;
-    canvas.text(r.x + 2, plot.y + plot.h / 2, o.y_label, axis);
-  }
+  axis.size = fs;
+  axis.align = Align::Center;
+  if (!o.x_label.empty())
+    canvas.text(plot.x + plot.w / 2.0, plot.bottom() + kTickLength + kPad + line_h + kPad, o.x_label, axis);
+  axis.vertical = true;
+  if (!o.y_label.empty()) canvas.text(r.x + 2, plot.y + plot.h / 2.0, o.y_label, axis);
 
-  // Legend, top right inside the plot.
+  // Legend, in the corner of the axes that hides the least data.
   std::vector<size_t> named;
   for (size_t i = 0; i < series.size(); ++i)
     if (!series[i].name.empty()) named.push_back(i);
-  if (o.legend && !named.empty()) {
-    const int swatch = 22, row_h = label_h + 8;
-    int text_w = 0;
-    for (size_t i : named) text_w = std::max(text_w, Canvas::text_width(series[i].name, fs));
-    const int bw = swatch + text_w + 3 * kPad, bh = static_cast<int>(named.size()) * row_h + kPad;
-    // The corner that hides the least data: top right, top left, bottom right, bottom left.
-    const Rect corners[4] = {{plot.right() - bw - 8, plot.y + 8, bw, bh},
-                             {plot.x + 8, plot.y + 8, bw, bh},
-                             {plot.right() - bw - 8, plot.bottom() - bh - 8, bw, bh},
-                             {plot.x + 8, plot.bottom() - bh - 8, bw, bh}};
-    size_t hidden[4] = {0, 0, 0, 0};
-    for (const auto& path : drawn)
-      for (const auto& [x, y] : path)
-        for (int c = 0; c < 4; ++c)
-          if (corners[c].inset(-4).contains(static_cast<int>(x), static_cast<int>(y))) ++hidden[c];
-    const Rect box = corners[std::min_element(hidden, hidden + 4) - hidden];
-    canvas.fill_rect(box, colors::white);
-    canvas.stroke_rect(box, colors::light_gray, 1);
-    axis.vertical = false;
-    axis.align = Align::Left;
-    axis.valign = VAlign::Middle;
-    for (size_t k = 0; k < named.size(); ++k) {
-      const Series& s = series[named[k]];
-      const Color c = s.color.value_or(palette(static_cast<int>(named[k])));
-      const int cy = box.y + kPad / 2 + static_cast<int>(k) * row_h + row_h / 2;
-      if (s.dashed) canvas.dashed_line(box.x + kPad, cy, box.x + kPad + swatch, cy, c, 6, 4, s.thickness);
-      else canvas.line(box.x + kPad, cy + 0.5, box.x + kPad + swatch, cy + 0.5, c, std::max(2.0, s.thickness));
-      canvas.text(box.x + 2 * kPad + swatch, cy, s.name, axis);
-    }
+  if (!o.legend || named.empty()) return layout;
+  const int swatch = 22, row_h = line_h + 6;
+  double names_w = 0;
+  for (size_t i : named) names_w = std::max(names_w, canvas.text_width(series[i].name, fs));
+  const int bw = swatch + 3 * kPad + static_cast<int>(std::ceil(names_w));
+  const int bh = static_cast<int>(named.size()) * row_h + kPad;
+  const Rect corners[4] = {{plot.right() - bw - 8, plot.y + 8, bw, bh},  // top right, top left,
+                           {plot.x + 8, plot.y + 8, bw, bh},             // bottom right, bottom left
+                           {plot.right() - bw - 8, plot.bottom() - bh - 8, bw, bh},
+                           {plot.x + 8, plot.bottom() - bh - 8, bw, bh}};
+  size_t hidden[4] = {0, 0, 0, 0};
+  for (const auto& [x, y] : drawn)
+    for (int c = 0; c < 4; ++c) hidden[c] += corners[c].inset(-4).contains(x, y);
+  const Rect box = corners[std::min_element(hidden, hidden + 4) - hidden];
+  canvas.fill_rect(box, colors::white);
+  canvas.stroke_rect(box, colors::light_gray, 1);
+  axis.vertical = false;
+  axis.align = Align::Left;
+  axis.valign = VAlign::Middle;
+  for (size_t k = 0; k < named.size(); ++k) {
+    const Series& s = series[named[k]];
+    const double cy = box.y + kPad / 2.0 + static_cast<double>(k) * row_h + row_h / 2.0;
+    canvas.line(box.x + kPad, cy, box.x + kPad + swatch, cy, s.color.value_or(palette(static_cast<int>(named[k]))),
+                std::max(2.0, s.thickness), s.dashed);
+    canvas.text(box.x + 2 * kPad + swatch, cy, s.name, axis);
   }
   return layout;
 }
@@ -606,21 +522,16 @@ int checked_figure_width(int rows, int cols, int panel_width, int panel_height) 
                 "Figure: bad grid {}x{} of {}x{} panels", rows, cols, panel_width, panel_height);
   return cols * panel_width;
 }
+constexpr double kFigureTitleSize = 18;
 }  // namespace
 
 Figure::Figure(int rows, int cols, int panel_width, int panel_height, const std::string& title,
                Color background)
     : rows_(rows), cols_(cols), panel_w_(panel_width), panel_h_(panel_height),
-      top_(title.empty() ? 0 : Canvas::cap_height(3) + 3 * kPad),
+      top_(title.empty() ? 0 : static_cast<int>(kFigureTitleSize) + 3 * kPad),
       canvas_(checked_figure_width(rows, cols, panel_width, panel_height), rows * panel_height + top_,
               background) {
-  if (!title.empty()) {
-    TextStyle st;
-    st.scale = 3;
-    st.bold = true;
-    st.align = Align::Center;
-    canvas_.text(canvas_.width() / 2, 2 * kPad, title, st);
-  }
+  draw_title(canvas_, canvas_.bounds().inset(0, kPad, 0, 0), title, kFigureTitleSize);
 }
 
 Rect Figure::panel(int row, int col, int row_span, int col_span) const {
@@ -629,6 +540,13 @@ Rect Figure::panel(int row, int col, int row_span, int col_span) const {
                 "Figure::panel: ({}, {}) spanning {}x{} is outside the {}x{} grid", row, col,
                 row_span, col_span, rows_, cols_);
   return Rect{col * panel_w_, top_ + row * panel_h_, col_span * panel_w_, row_span * panel_h_}.inset(kPad);
+}
+
+void Figure::save_png(const std::filesystem::path& path) const {
+  POSGRAD_CHECK(path.extension() == ".png", "Figure::save_png: '{}' does not end in .png",
+                path.string());
+  canvas_.save(path, ImageFormat::Png);
+  canvas_.save(std::filesystem::path(path).replace_extension(".svg"), ImageFormat::Svg);
 }
 
 }  // namespace posgrad::apps

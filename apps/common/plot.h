@@ -1,6 +1,7 @@
-// Plots drawn on a Canvas: heatmaps (optionally with text in the cells, highlighted cells, hidden
-// cells, tick labels and a colour bar), line plots (axes with round tick values, labels, legend,
-// optional log y) and a Figure: a grid of panels saved as one PNG.
+// Plots drawn on a Canvas (cairo): heatmaps (optionally with text in the cells, highlighted cells,
+// hidden cells, tick labels and a colour bar), line plots (axes with round tick values, labels,
+// legend, optional log y) and a Figure: a grid of panels saved as one PNG plus its SVG twin
+// (same folder and stem: figures/count24.png and figures/count24.svg), or as a PDF.
 //
 //   Figure fig(2, 2, 520, 380, "count24, step 1000");
 //   HeatmapOptions a;  a.title = "attention";  a.cell_text = digits;  a.highlight = is_2_or_4;
@@ -9,7 +10,7 @@
 //   b.mask = threshold_mask(attention, 0.1f);  b.colormap = Colormap::Diverging;
 //   draw_heatmap(fig.canvas(), fig.panel(0, 1), values, batch, 10, b);
 //   draw_line_plot(fig.canvas(), fig.panel(1, 0, 1, 2), {{"train loss", steps, losses}}, {...});
-//   fig.save_png(run.figure_path("attention"));
+//   fig.save_png(run.figure_path("attention"));   // attention.png and attention.svg
 //
 // Deliberately does not: scatter/bar/histogram plots, automatic layout across panels, or
 // anything interactive. Everything is drawn inside the Rect it is given.
@@ -42,7 +43,7 @@ struct HeatmapOptions {
   // value_format is set (an fmt format such as "{:.2f}"), each cell shows its value.
   std::vector<std::string> cell_text;
   std::string value_format;
-  int text_scale = 0;  // 0: the largest that fits the cells (at most 3)
+  double cell_font_size = 0;  // 0: the largest that fits the cells (at most 1.25 x font_size)
 
   // Cells to point at, row-major rows*cols (non-zero = highlighted): a border in
   // highlight_color and bold text.
@@ -57,7 +58,7 @@ struct HeatmapOptions {
   bool colorbar = true;
   std::string colorbar_label;
   bool cell_borders = true;  // thin white lines between cells
-  int font_scale = 2;        // title, labels and ticks
+  double font_size = 13;     // title, labels and ticks (units: pixels in the PNG)
 };
 
 struct Series {
@@ -76,7 +77,7 @@ struct LinePlotOptions {
   bool legend = true;
   bool grid = true;
   std::optional<double> x_min, x_max, y_min, y_max;  // unset: the data range (y padded by 5%)
-  int font_scale = 2;
+  double font_size = 13;
 };
 
 // Where a heatmap was drawn, to annotate it further.
@@ -106,7 +107,7 @@ PlotLayout draw_line_plot(Canvas& canvas, const Rect& area, const std::vector<Se
                           const LinePlotOptions& options = {});
 
 // Draws a title centred at the top of `area`; returns the area left below it.
-Rect draw_title(Canvas& canvas, const Rect& area, const std::string& title, int scale = 2);
+Rect draw_title(Canvas& canvas, const Rect& area, const std::string& title, double size = 13);
 
 // A grid of panels in one image, with an optional title above them.
 class Figure {
@@ -117,7 +118,11 @@ class Figure {
   const Canvas& canvas() const { return canvas_; }
   // The area of panel (row, col), spanning row_span x col_span cells of the grid.
   Rect panel(int row, int col, int row_span = 1, int col_span = 1) const;
-  void save_png(const std::filesystem::path& path) const { canvas_.save_png(path); }
+  // Writes `path` (which must end in .png) and its vector twin with the same stem and ".svg"
+  // beside it, each atomically; creates the folder.
+  void save_png(const std::filesystem::path& path) const;
+  // Writes a PDF (vector, for LaTeX) at `path` as given.
+  void save_pdf(const std::filesystem::path& path) const { canvas_.save(path, ImageFormat::Pdf); }
 
  private:
   int rows_, cols_, panel_w_, panel_h_, top_;

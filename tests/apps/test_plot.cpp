@@ -1,40 +1,26 @@
 // Plots: heatmap cells take the colour map's colour, hidden cells the mask colour, highlighted
-// cells a border, cell text inks pixels; tick values are round; line plots draw their series;
-// a Figure lays panels out in a grid; and a full count24-style figure saves as a PNG.
+// cells a border, cell text inks pixels; tick values are round; line plots draw their series
+// (also on log axes spanning decades, with a clear error for a non-positive log range); a Figure
+// lays panels out in a grid and saves a PNG whose pixels read back right, its SVG twin and a PDF.
+// Pixels are checked on the decoded PNG.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
-#include <cstdlib>
-#include <optional>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "apps/common/plot.h"
+#include "nn/atomic_file.h"
 #include "tensor/error.h"
+#include "tests/apps/png_pixels.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
+using posgrad::test::PngPixels;
 using posgrad::test::TempDir;
 using namespace posgrad::apps;
-
-namespace {
-
-bool close(Color a, Color b, int tolerance) {
-  return std::abs(a.r - b.r) <= tolerance && std::abs(a.g - b.g) <= tolerance &&
-         std::abs(a.b - b.b) <= tolerance;
-}
-
-int count_colour(const Canvas& c, const Rect& r, Color colour) {
-  int n = 0;
-  for (int y = r.y; y < r.bottom(); ++y)
-    for (int x = r.x; x < r.right(); ++x) n += c.pixel(x, y) == colour;
-  return n;
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_SUITE(plot)
 
@@ -48,17 +34,18 @@ BOOST_AUTO_TEST_CASE(heatmap_cells_follow_the_colour_map) {
   BOOST_REQUIRE(l.cell_h > 10);
   BOOST_TEST(l.vmin == 0.0);
   BOOST_TEST(l.vmax == 5.0);
+  const PngPixels p = PngPixels::render(c);
   for (int r = 0; r < 2; ++r)
     for (int col = 0; col < 3; ++col) {
       const Rect cell = l.cell(r, col);
       const Color expected = colormap(Colormap::Viridis, (r * 3 + col) / 5.0);
-      BOOST_TEST((c.pixel(cell.x + cell.w / 2, cell.y + cell.h / 2) == expected), r << "," << col);
-      BOOST_TEST((c.pixel(cell.x + 2, cell.y + 2) == expected));
+      BOOST_TEST(PngPixels::close(p.at(cell.x + cell.w / 2, cell.y + cell.h / 2), expected, 1), r << "," << col);
+      BOOST_TEST(PngPixels::close(p.at(cell.x + 2, cell.y + 2), expected, 1));
     }
   // The colour bar: high values on top.
   BOOST_REQUIRE(l.colorbar.w > 0);
-  BOOST_TEST(close(c.pixel(l.colorbar.x + 5, l.colorbar.y + 1), colormap(Colormap::Viridis, 1.0), 12));
-  BOOST_TEST(close(c.pixel(l.colorbar.x + 5, l.colorbar.bottom() - 2), colormap(Colormap::Viridis, 0.0), 12));
+  BOOST_TEST(PngPixels::close(p.at(l.colorbar.x + 5, l.colorbar.y + 2), colormap(Colormap::Viridis, 1.0), 12));
+  BOOST_TEST(PngPixels::close(p.at(l.colorbar.x + 5, l.colorbar.bottom() - 3), colormap(Colormap::Viridis, 0.0), 12));
 }
 
 BOOST_AUTO_TEST_CASE(heatmap_text_highlight_and_mask) {
@@ -73,26 +60,21 @@ BOOST_AUTO_TEST_CASE(heatmap_text_highlight_and_mask) {
   o.colorbar = false;
   const HeatmapLayout l = draw_heatmap(c, c.bounds(), values, 2, 2, o);
   BOOST_TEST(l.colorbar.w == 0);
+  const PngPixels p = PngPixels::render(c);
 
   const Rect hl = l.cell(0, 0);
-  BOOST_TEST((c.pixel(hl.x + 1, hl.y + hl.h / 2) == o.highlight_color));  // the border
+  BOOST_TEST((p.at(hl.x + 1, hl.y + hl.h / 2) == o.highlight_color));  // the border
   const Color fill00 = colormap(Colormap::Viridis, 0.1);
-  BOOST_TEST(c.pixel(hl.x + hl.w / 4, hl.y + hl.h / 4) == fill00);
+  BOOST_TEST(PngPixels::close(p.at(hl.x + hl.w / 4, hl.y + hl.h / 4), fill00, 1));
   // Text inks pixels that are neither the fill nor the border.
-  int ink = 0;
-  for (int y = hl.y; y < hl.bottom() - 1; ++y)
-    for (int x = hl.x; x < hl.right() - 1; ++x) {
-      const Color p = c.pixel(x, y);
-      ink += !(p == fill00) && !(p == o.highlight_color);
-    }
-  BOOST_TEST(ink > 20);
+  const Rect inside = hl.inset(0, 0, 1, 1);
+  const int area = inside.w * inside.h;
+  BOOST_TEST(area - p.count(inside, fill00, 1) - p.count(inside, o.highlight_color, 1) > 20);
 
-  const Rect plain = l.cell(1, 1);  // visible, no text: a single colour
-  const Color fill11 = colormap(Colormap::Viridis, 0.0);
-  BOOST_TEST(count_colour(c, plain.inset(0, 0, 1, 1), fill11) == (plain.w - 1) * (plain.h - 1));
-
-  const Rect hidden = l.cell(1, 0);  // masked: the mask colour, no text
-  BOOST_TEST(count_colour(c, hidden.inset(0, 0, 1, 1), o.mask_color) == (hidden.w - 1) * (hidden.h - 1));
+  const Rect plain = l.cell(1, 1).inset(0, 0, 1, 1);  // visible, no text: a single colour
+  BOOST_TEST(p.count(plain, colormap(Colormap::Viridis, 0.0), 1) == plain.w * plain.h);
+  const Rect hidden = l.cell(1, 0).inset(0, 0, 1, 1);  // masked: the mask colour, no text
+  BOOST_TEST(p.count(hidden, o.mask_color) == hidden.w * hidden.h);
 }
 
 BOOST_AUTO_TEST_CASE(heatmap_value_text_and_diverging_range) {
@@ -105,7 +87,11 @@ BOOST_AUTO_TEST_CASE(heatmap_value_text_and_diverging_range) {
   BOOST_TEST(l.vmin == -2.0);  // symmetric about 0
   BOOST_TEST(l.vmax == 2.0);
   const Rect zero = l.cell(0, 3);
-  BOOST_TEST((c.pixel(zero.x + 2, zero.y + 2) == colormap(Colormap::Diverging, 0.5)));
+  const PngPixels p = PngPixels::render(c);
+  BOOST_TEST(PngPixels::close(p.at(zero.x + 2, zero.y + 2), colormap(Colormap::Diverging, 0.5), 1));
+  // Each cell shows its value: ink that is not the fill.
+  const Rect minus_two = l.cell(0, 0).inset(0, 0, 1, 1);
+  BOOST_TEST(p.count(minus_two, colormap(Colormap::Diverging, 0.0), 1) < minus_two.w * minus_two.h - 20);
   BOOST_CHECK_THROW(draw_heatmap(c, c.bounds(), values, 2, 3, o), posgrad::Error);
   o.cell_text = {"a"};
   BOOST_CHECK_THROW(draw_heatmap(c, c.bounds(), values, 1, 4, o), posgrad::Error);
@@ -138,9 +124,10 @@ BOOST_AUTO_TEST_CASE(ticks_are_round) {
 
 BOOST_AUTO_TEST_CASE(line_plot_draws_series_inside_the_axes) {
   Canvas c(500, 350, colors::white);
+  const Color red{200, 0, 0};
   std::vector<double> xs, ys;
   for (int i = 0; i <= 100; ++i) xs.push_back(i), ys.push_back(std::exp(-i / 20.0));
-  Series s{"loss", xs, ys, Color{200, 0, 0}};
+  Series s{"loss", xs, ys, red};
   s.thickness = 3;
   LinePlotOptions o;
   o.title = "loss";
@@ -148,28 +135,51 @@ BOOST_AUTO_TEST_CASE(line_plot_draws_series_inside_the_axes) {
   o.y_label = "loss";
   const PlotLayout l = draw_line_plot(c, c.bounds(), {s}, o);
   BOOST_REQUIRE(l.plot.w > 100);
-  const int red = count_colour(c, l.plot, Color{200, 0, 0});
-  BOOST_TEST(red > 200);
-  BOOST_TEST(count_colour(c, c.bounds(), Color{200, 0, 0}) == red);  // nothing outside the axes
+  const PngPixels p = PngPixels::render(c);
+  const int in_axes = p.count(l.plot, red);
+  BOOST_TEST(in_axes > 200);
+  BOOST_TEST(p.count(c.bounds(), red) == in_axes);  // nothing outside the axes
   // The first point is at the left edge, at y = 1.
   const int x0 = static_cast<int>(l.x_to_px(0)), y0 = static_cast<int>(l.y_to_px(1.0));
   BOOST_TEST(x0 == l.plot.x);
-  int near = 0;
-  for (int dy = -2; dy <= 2; ++dy)
-    for (int dx = 0; dx <= 2; ++dx) near += c.pixel(x0 + dx, y0 + dy) == Color{200, 0, 0};
-  BOOST_TEST(near > 0);
+  BOOST_TEST(p.count({x0, y0 - 2, 3, 5}, red) > 0);
+}
 
-  // Log y with zeros and NaNs: no throw, the positive part is drawn.
-  Canvas d(500, 350, colors::white);
-  ys[10] = 0;
-  ys[20] = std::nan("");
+BOOST_AUTO_TEST_CASE(log_axis_spans_decades_and_skips_non_positive_values) {
+  Canvas c(500, 350, colors::white);
+  const Color red{200, 0, 0};
+  std::vector<double> ys;
+  for (int i = 0; i <= 90; ++i) ys.push_back(std::pow(10.0, 3.0 - i / 10.0));  // 1e3 .. 1e-6
+  ys[10] = 0;             // breaks the line, as NaN does
+  ys[20] = -1;
+  ys[30] = std::nan("");
+  Series s{"loss", {}, ys, red};
+  s.thickness = 3;
+  LinePlotOptions o;
   o.log_y = true;
-  const PlotLayout ll = draw_line_plot(d, d.bounds(), {s, Series{"other", {}, {1, 2, 3}, std::nullopt}}, o);
-  BOOST_TEST(ll.log_y);
-  BOOST_TEST(count_colour(d, ll.plot, Color{200, 0, 0}) > 100);
-  BOOST_TEST(std::isnan(ll.y_to_px(0.0)));
+  const PlotLayout l = draw_line_plot(c, c.bounds(), {s, Series{"other", {}, {1, 2, 3}, std::nullopt}}, o);
+  BOOST_TEST(l.log_y);
+  BOOST_TEST(l.y_lo <= -6.0);  // log10 units
+  BOOST_TEST(l.y_hi >= 3.0);
+  BOOST_TEST(std::isnan(l.y_to_px(0.0)));
+  BOOST_TEST(l.y_to_px(1e-6) > l.y_to_px(1e3));
+  BOOST_TEST(l.y_to_px(1.0) - l.y_to_px(1e3) == l.y_to_px(1e-3) - l.y_to_px(1.0),  // even decades
+             boost::test_tools::tolerance(1e-9));
+  const PngPixels p = PngPixels::render(c);
+  BOOST_TEST(p.count(l.plot, red) > 200);
+  // 1e3 and 1e-6 are both drawn, at the ends of the axis.
+  BOOST_TEST(p.count({l.plot.x, static_cast<int>(l.y_to_px(1e3)) - 3, 6, 7}, red) > 0);
+  BOOST_TEST(p.count({static_cast<int>(l.x_to_px(90)) - 5, static_cast<int>(l.y_to_px(1e-6)) - 3, 6, 7}, red) > 0);
 
-  BOOST_CHECK_THROW(draw_line_plot(d, d.bounds(), {Series{"bad", {1, 2}, {1}, std::nullopt}}, o), posgrad::Error);
+  o.y_min = 0.0;  // a log axis cannot start at 0
+  try {
+    draw_line_plot(c, c.bounds(), {s}, o);
+    BOOST_ERROR("y_min = 0 on a log axis did not throw");
+  } catch (const posgrad::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("log y axis needs y_min and y_max > 0") != std::string::npos, e.what());
+  }
+  o.y_min.reset();
+  BOOST_CHECK_THROW(draw_line_plot(c, c.bounds(), {Series{"bad", {1, 2}, {1}, std::nullopt}}, o), posgrad::Error);
 }
 
 BOOST_AUTO_TEST_CASE(figure_grid) {
@@ -184,6 +194,35 @@ BOOST_AUTO_TEST_CASE(figure_grid) {
   BOOST_CHECK_THROW(f.panel(2, 0), posgrad::Error);
   BOOST_CHECK_THROW(f.panel(0, 2, 1, 2), posgrad::Error);
   BOOST_CHECK_THROW(Figure(0, 1, 10, 10), posgrad::Error);
+}
+
+BOOST_AUTO_TEST_CASE(figure_pixels_read_back_and_vector_twins) {
+  TempDir tmp;
+  Figure fig(1, 1, 400, 300, "known values");
+  const std::vector<float> values{0.0f, 0.25f, 0.5f, 1.0f, 2.0f, 4.0f};
+  HeatmapOptions o;
+  o.colormap = Colormap::Diverging;
+  o.vmin = -4.0;
+  o.vmax = 4.0;
+  const HeatmapLayout l = draw_heatmap(fig.canvas(), fig.panel(0, 0), values, 2, 3, o);
+  const fs::path png = tmp.path() / "figures" / "known.png";
+  fig.save_png(png);
+  const PngPixels p = PngPixels::from_file(png);
+  BOOST_TEST(p.width() == 400);
+  BOOST_TEST(p.height() == fig.canvas().height());
+  for (int r = 0; r < 2; ++r)
+    for (int col = 0; col < 3; ++col) {
+      const Rect cell = l.cell(r, col);
+      const Color expected = colormap(Colormap::Diverging, (values[r * 3 + col] + 4.0) / 8.0);
+      BOOST_TEST(PngPixels::close(p.at(cell.x + cell.w / 2, cell.y + cell.h / 2), expected, 2), r << "," << col);
+    }
+  const std::string svg = posgrad::read_file_bytes(tmp.path() / "figures" / "known.svg");
+  BOOST_TEST(svg.rfind("<?xml", 0) == 0u);
+  BOOST_TEST(svg.find("<svg") != std::string::npos);
+  BOOST_TEST(svg.find("</svg>") != std::string::npos);
+  fig.save_pdf(tmp.path() / "paper" / "known.pdf");
+  BOOST_TEST(posgrad::read_file_bytes(tmp.path() / "paper" / "known.pdf").rfind("%PDF-", 0) == 0u);
+  BOOST_CHECK_THROW(fig.save_png(tmp.path() / "known.svg"), posgrad::Error);  // would clobber its twin
 }
 
 BOOST_AUTO_TEST_CASE(count24_style_figure_saves) {
@@ -217,6 +256,7 @@ BOOST_AUTO_TEST_CASE(count24_style_figure_saves) {
   const fs::path p = tmp.path() / "figures" / "count24.png";
   fig.save_png(p);
   BOOST_TEST(fs::file_size(p) > 1000u);
+  BOOST_TEST(fs::file_size(tmp.path() / "figures" / "count24.svg") > 1000u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
