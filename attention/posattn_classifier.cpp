@@ -53,7 +53,8 @@ PosattnClassifier::PosattnClassifier(const PosattnClassifierConfig& config, Gene
   context.heads = config.heads;
   context.structure = config.dims == 1 ? std::vector<int64_t>{product(config.structure)} : config.structure;
   const HookSpec positional{config.positional, HookOptions(config.positional_options)};
-  // Layer 0's scheme is built first (the generator draws stay those of one scheme per layer).
+  // Layer 0's scheme is built here, at the point of the generator's sequence where the loop
+  // would build it (after input_proj, before block 0), to learn whether it is absolute.
   // An absolute scheme is the model's, once: added to the token embeddings before the first
   // layer, as APE adds its sinusoidal and absolute baselines to the image tokens (spec ape.md
   // section 6, rows "Sinusoidal 2D (images)" and "Absolute (images)"). No sqrt(D) factor: the
