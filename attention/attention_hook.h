@@ -9,10 +9,14 @@
 //   -- masks, softmax --
 //   prob_mask()             multiply probabilities, then renormalise         adaptive span
 //
-// and models call embed(x) once on the token embeddings (absolute schemes). Shapes: q, k
-// [B, H, N, Dh]; logits [B, H, N, K] where K is the layout's slot count (score_layout.h). Content
-// logits arrive already scaled by 1/sqrt(Dh); score terms are returned in logit units (a scheme
-// applies 1/sqrt(Dh) itself where its formula says so).
+// Shapes: q, k [B, H, N, Dh]; logits [B, H, N, K] where K is the layout's slot count
+// (score_layout.h). Content logits arrive already scaled by 1/sqrt(Dh); score terms are returned
+// in logit units (a scheme applies 1/sqrt(Dh) itself where its formula says so).
+//
+// Absolute schemes (sinusoidal, learned_absolute) act at none of these places: they are
+// AbsoluteEncoding hooks, whose embed(x) the MODEL calls once on its token embeddings before the
+// first layer (PosattnClassifier does). MultiHeadAttention refuses them with an error, so an
+// absolute scheme is either applied or rejected, never silently ignored.
 //
 // Deliberately not here: the pipeline itself (multi_head_attention.cpp) and the registry that
 // builds hooks by name (registry.h).
@@ -35,9 +39,6 @@ struct Logits {
 
 class AttentionHook : public Module {
  public:
-  // x [B, N, D] -> x + absolute positional embedding. Only absolute schemes override it.
-  virtual Variable embed(const Variable& x, const Positions& positions) { (void)positions; return x; }
-  virtual bool has_embed() const { return false; }
   virtual void rotate(Variable& q, Variable& k, const Positions& positions) { (void)q, (void)k, (void)positions; }
   virtual std::optional<OffsetBox> key_range(const Positions& positions) const { (void)positions; return std::nullopt; }
   virtual Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) {
@@ -53,6 +54,14 @@ class AttentionHook : public Module {
   virtual void after_optimizer_step() {}
   // One line for logs: the hook's name and its current state (e.g. sigma, spans).
   virtual std::string summary() const = 0;
+};
+
+// An absolute positional scheme: built by name like every hook, but applied by the model to its
+// token embeddings (once, before the first layer), never inside attention.
+class AbsoluteEncoding : public AttentionHook {
+ public:
+  // x [B, N, D] -> x + the embedding of each token's position [N, D].
+  virtual Variable embed(const Variable& x, const Positions& positions) = 0;
 };
 
 // ---- model-level helpers for training loops (each hook once, in module pre-order)

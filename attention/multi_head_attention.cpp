@@ -23,10 +23,18 @@ MultiHeadAttention::MultiHeadAttention(int64_t width, int64_t heads, Generator& 
   k_proj_ = register_module("k_proj", std::make_shared<Linear>(width, width, true, gen));
   v_proj_ = register_module("v_proj", std::make_shared<Linear>(width, width, true, gen));
   out_proj_ = register_module("out_proj", std::make_shared<Linear>(width, width, true, gen));
-  for (const auto& hook : hooks_)
-    if (!hook) fail("MultiHeadAttention: a shared hook is null");
+  // Absolute schemes add to the token embeddings once, before the first layer; inside attention
+  // they would have no place to act, so they are refused rather than ignored.
+  auto check = [](const std::shared_ptr<AttentionHook>& hook, const std::string& which) {
+    if (!hook) fail("MultiHeadAttention: {} is null", which);
+    if (dynamic_cast<const AbsoluteEncoding*>(hook.get()))
+      fail("MultiHeadAttention: {} ('{}') is an absolute positional scheme; absolute schemes are applied by the "
+           "model to the token embeddings (PosattnClassifier does that for its `positional`), not inside attention",
+           which, hook->summary());
+  };
+  for (size_t i = 0; i < hooks_.size(); ++i) check(hooks_[i], fmt::format("shared hook {}", i));
   for (size_t i = 0; i < hooks.size(); ++i) {
-    if (!hooks[i]) fail("MultiHeadAttention: hook {} is null", i);
+    check(hooks[i], fmt::format("hook {}", i));
     hooks_.push_back(register_module(fmt::format("hooks.{}", i), hooks[i]));
   }
 }
@@ -79,13 +87,13 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
   for (const auto& hook : hooks_) logits = hook->modulate(std::move(logits), layout);
   Variable scores = logits.total();  // [B, H, N, K]
 
-  Tensor blocked = layout.blocked(scores.dtype(), scores.value().device());
-  if (masks.key_padding.defined()) {
-    if (masks.key_padding.shape() != Shape{B, N})
-      fail("attention: key_padding mask must be [B, N] = [{}, {}], got {}", B, N, masks.key_padding.describe());
-    Tensor padded = layout.key_padding_on_slots(masks.key_padding, scores.dtype());
-    blocked = blocked.defined() ? maximum(blocked, padded) : padded;
-  }
+  // Blocked slots: the layout's (outside the grid, or outside the key-range and causal box) and
+  // the padded keys, moved onto the slots. The causal mask is left out of attention_block_mask:
+  // it is already the layout's box, which is what lets the window path skip the future keys.
+  const Tensor padded = attention_block_mask({.key_padding = masks.key_padding}, B, N, N, scores.dtype(),
+                                             scores.value().device());  // [B, 1, 1, N]
+  const Tensor blocked = blocked_union(layout.blocked(scores.dtype(), scores.value().device()),
+                                       padded.defined() ? layout.keys_to_slots(padded) : Tensor());
   if (blocked.defined()) scores = masked_fill(scores, blocked, -std::numeric_limits<double>::infinity());
   Variable probs = softmax(scores, -1);
   for (const auto& hook : hooks_) {

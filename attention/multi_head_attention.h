@@ -14,7 +14,10 @@
 //   out = sum over slots p * v[key]; merge heads; out_proj
 //
 // The reference path is the oracle; the fast path computes only the keys inside the window
-// and must agree with it forward and backward (tests/attention/test_attention_paths.cpp).
+// and must agree with it forward and backward (tests/attention/test_attention_pipeline.cpp, and
+// every scheme's own test through tests/attention_paths.h).
+// Absolute schemes (AbsoluteEncoding) are refused with an error: the model applies them to its
+// token embeddings (attention_hook.h).
 // Deliberately not here: cross-attention (keys from another sequence) and attention dropout.
 #pragma once
 
@@ -35,7 +38,8 @@ AttentionPath attention_path_from_name(const std::string& name);  // reference |
 class MultiHeadAttention : public Module {
  public:
   // `hooks` become children ("hooks.<i>"); `shared_hooks` (e.g. one APE module shared by every
-  // layer) are used in the same way but owned and registered by the model.
+  // layer) are used in the same way but owned and registered by the model. An absolute scheme
+  // among either is an error.
   MultiHeadAttention(int64_t width, int64_t heads, Generator& gen,
                      std::vector<std::shared_ptr<AttentionHook>> hooks = {},
                      std::vector<std::shared_ptr<AttentionHook>> shared_hooks = {});

@@ -52,10 +52,22 @@ PosattnClassifier::PosattnClassifier(const PosattnClassifierConfig& config, Gene
   context.width = D;
   context.heads = config.heads;
   context.structure = config.dims == 1 ? std::vector<int64_t>{product(config.structure)} : config.structure;
+  const HookSpec positional{config.positional, HookOptions(config.positional_options)};
+  // Layer 0's scheme is built here, at the point of the generator's sequence where the loop
+  // would build it (after input_proj, before block 0), to learn whether it is absolute.
+  // An absolute scheme is the model's, once: added to the token embeddings before the first
+  // layer, as APE adds its sinusoidal and absolute baselines to the image tokens (spec ape.md
+  // section 6, rows "Sinusoidal 2D (images)" and "Absolute (images)"). No sqrt(D) factor: the
+  // scaling of section 3.5 belongs to APE's vocabulary embedding, and our tokens are Linear(C, D)
+  // projections of the pixels, as the image rows' patches are.
+  context.layer = 0;
+  std::shared_ptr<AttentionHook> first = make_hook(positional, context, gen);
+  absolute_ = std::dynamic_pointer_cast<AbsoluteEncoding>(first);
+  if (absolute_) register_module("absolute", absolute_);
   for (int64_t i = 0; i < config.layers; ++i) {
     context.layer = i;
     std::vector<std::shared_ptr<AttentionHook>> hooks;
-    hooks.push_back(make_hook(HookSpec{config.positional, HookOptions(config.positional_options)}, context, gen));
+    if (!absolute_) hooks.push_back(i == 0 ? first : make_hook(positional, context, gen));
     if (config.span) {
       std::map<std::string, std::string> o = config.span_options;
       o["sigma"] = number_text(config.sigma);
@@ -100,6 +112,7 @@ Variable PosattnClassifier::forward(const Variable& x) {
   const Positions positions = positions_for(spatial);
   const int64_t N = positions.tokens();
   Variable h = input_proj_->forward(input_dropout_->forward(reshape(x, {B, N, config_.input_dim})));  // [B, N, D]
+  if (absolute_) h = absolute_->embed(h, positions);
   for (auto& block : blocks_) h = block->forward(h, {}, &positions);
   Variable pooled;  // [B, D]
   if (config_.pooling == "last")
@@ -118,10 +131,11 @@ void PosattnClassifier::set_path(AttentionPath path) {
 
 std::vector<std::string> PosattnClassifier::hook_summaries() const {
   std::vector<std::string> lines;
+  if (absolute_) lines.push_back("token embeddings: " + absolute_->summary());
   for (size_t i = 0; i < blocks_.size(); ++i) {
     std::vector<std::string> parts;
     for (const auto& hook : blocks_[i]->attention().hooks()) parts.push_back(hook->summary());
-    lines.push_back(fmt::format("layer {}: {}", i, fmt::join(parts, "; ")));
+    lines.push_back(fmt::format("layer {}: {}", i, parts.empty() ? "no hooks" : fmt::format("{}", fmt::join(parts, "; "))));
   }
   return lines;
 }

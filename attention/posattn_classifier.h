@@ -1,12 +1,15 @@
 // PosattnClassifier: the image/sequence classifier of posattn (posattn spec section 8.1).
 //
 //   x [B, S0, S1, C] (or [B, N, C])  -> tokens [B, N, C], row-major, N = S0 * S1
-//   input   Dropout(p) on the raw channels -> Linear(C, D)          (no absolute PE, no CLS token)
+//   input   Dropout(p) on the raw channels -> Linear(C, D)                       (no CLS token)
+//           + pe[p] when `positional` is an absolute scheme (sinusoidal | learned_absolute):
+//           one module ("absolute") for the model, added to the tokens, unscaled, before the
+//           first block (posattn itself has no absolute PE)
 //   L post-LN blocks (TransformerEncoderBlock, pre_norm = false, ReLU, FFN inner dropout p):
 //           x <- LN1(x + drop(MHA(x)));  x <- LN2(x + drop(fc2(drop(relu(fc1(x))))))
 //           each block's attention has its own hooks: the positional scheme `positional` (any
-//           registered name: txl_baseline | siren | transformer_xl | none | ...) and, with
-//           `span`, a gaussian_span (sigma, threshold, multiply)
+//           other registered name: txl_baseline | siren | transformer_xl | none | ...) and,
+//           with `span`, a gaussian_span (sigma, threshold, multiply)
 //   pooling last (token N - 1) | mean | max                              [B, D]
 //   output  Linear(D, 64) -> LayerNorm -> ReLU -> Dropout(p) -> Linear(64, classes)   logits
 //
@@ -68,14 +71,18 @@ class PosattnClassifier : public Module {
   void set_path(AttentionPath path);
   const PosattnClassifierConfig& config() const { return config_; }
   const std::vector<std::shared_ptr<TransformerEncoderBlock>>& blocks() const { return blocks_; }
-  // One line per layer: every hook's summary (sigma, spans, ...), for logs.
+  // One line per layer: every hook's summary (sigma, spans, ...), for logs; with an absolute
+  // scheme, a first line "token embeddings: <its summary>".
   std::vector<std::string> hook_summaries() const;
+  // The absolute scheme added to the tokens, or null when `positional` is not one.
+  const std::shared_ptr<AbsoluteEncoding>& absolute() const { return absolute_; }
 
  private:
   PosattnClassifierConfig config_;
   std::shared_ptr<Dropout> input_dropout_, output_dropout_;
   std::shared_ptr<Linear> input_proj_, output_fc1_, output_fc2_;
   std::shared_ptr<LayerNorm> output_norm_;
+  std::shared_ptr<AbsoluteEncoding> absolute_;
   std::vector<std::shared_ptr<TransformerEncoderBlock>> blocks_;
 };
 

@@ -23,9 +23,15 @@ Tensor attention_block_mask(const AttentionMasks& masks, int64_t B, int64_t N, i
     Tensor i = Tensor::arange(N, kInt64, device).to(dtype).reshape({N, 1});
     Tensor j = Tensor::arange(M, kInt64, device).to(dtype).reshape({1, M});
     Tensor future = gt(j, i).reshape({1, 1, N, M});
-    blocked = blocked.defined() ? maximum(blocked, future) : future;
+    blocked = blocked_union(blocked, future);
   }
   return blocked;
+}
+
+Tensor blocked_union(const Tensor& a, const Tensor& b) {
+  if (!a.defined()) return b;
+  if (!b.defined()) return a;
+  return maximum(a, b);
 }
 
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,

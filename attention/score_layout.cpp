@@ -6,8 +6,6 @@
 
 #include <algorithm>
 
-#include "attention/scaled_dot_product.h"
-
 namespace posgrad {
 
 // ------------------------------------------------------------------ OffsetBox
@@ -116,16 +114,15 @@ Tensor ScoreLayout::blocked(DType dtype, Device device) const {
   return index_select(outside_box_, 0, relative_index_.reshape({N * N})).reshape({N, N}).to(dtype).to(device);
 }
 
-Tensor ScoreLayout::key_padding_on_slots(const Tensor& key_padding, DType dtype) const {
+Tensor ScoreLayout::keys_to_slots(const Tensor& key_mask) const {
   const int64_t N = queries();
-  if (key_padding.dim() != 2 || key_padding.size(1) != N)
-    fail("attention: key_padding mask must be [B, N] with N = {}, got {}", N, key_padding.describe());
-  const int64_t B = key_padding.size(0);
-  Tensor padded = mask_indicator(key_padding, dtype);  // [B, N] 1/0
-  if (!window_) return padded.reshape({B, 1, 1, N});
+  if (key_mask.dim() != 4 || key_mask.size(1) != 1 || key_mask.size(2) != 1 || key_mask.size(3) != N)
+    fail("attention: a mask over keys must be [B, 1, 1, N] with N = {}, got {}", N, key_mask.describe());
+  if (!window_) return key_mask;
+  const int64_t B = key_mask.size(0);
   // Slots outside the grid have key -1: read key 0 there (they are blocked anyway).
-  Tensor keys = maximum(key_index_, Tensor::zeros({}, DType::Int64)).reshape({N * slots_}).to(padded.device());
-  return index_select(padded, 1, keys).reshape({B, 1, N, slots_});
+  Tensor keys = maximum(key_index_, Tensor::zeros({}, DType::Int64)).reshape({N * slots_}).to(key_mask.device());
+  return index_select(key_mask, 3, keys).reshape({B, 1, N, slots_});
 }
 
 Variable ScoreLayout::gather_relative(const Variable& table) const {

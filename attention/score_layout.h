@@ -58,8 +58,9 @@ class ScoreLayout {
   // undefined when nothing is blocked. (Index tables live on the CPU; every helper below moves
   // what it needs to the device of its input, so the dense layout runs on any backend.)
   Tensor blocked(DType dtype, Device device = kCPU) const;
-  // Key-padding mask [B, N] (non-zero = padded key) moved onto the slots: [B, 1, N, K] or [B, 1, 1, N].
-  Tensor key_padding_on_slots(const Tensor& key_padding, DType dtype) const;
+  // A mask over keys [B, 1, 1, N] (e.g. the padded keys of attention_block_mask) moved onto the
+  // slots: [B, 1, N, K] (window) or unchanged (dense, K = N).
+  Tensor keys_to_slots(const Tensor& key_mask) const;
 
   // table [..., R] (one value per relative entry) -> [..., N, K] (dense) or [..., 1, K] (window).
   Variable gather_relative(const Variable& table) const;

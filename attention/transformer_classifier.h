@@ -1,8 +1,9 @@
 // TransformerClassifier: token embedding + learned absolute position embedding, L encoder
 // blocks, a final LayerNorm (pre-LN only), a masked mean over non-padded tokens, and a linear
 // head. This is the model of the golden PyTorch test (tools/golden_transformer.py) and of the
-// transformer benchmark. Positional schemes other than the learned table come with the
-// attention pipeline.
+// transformer benchmark. It takes no positional scheme by name: its own learned position table
+// (an Embedding, named as in PyTorch) is its absolute encoding, added to the token embeddings.
+// Models that take a scheme name are PosattnClassifier and, through hooks, the blocks.
 #pragma once
 
 #include <vector>

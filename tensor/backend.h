@@ -1,4 +1,4 @@
-// Backend: the small set of primitives each device implements. Ops in tensor/ops_*.cpp do all
+// Backend: the small set of primitives each device implements. Ops in tensor/ops.cpp do all
 // shape logic (broadcasting, axis moves, output allocation) and then call one primitive, so a
 // new device only has to implement this interface. The CPU backend is tensor/cpu/, the CUDA one
 // tensor/cuda/.

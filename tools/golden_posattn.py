@@ -17,6 +17,11 @@ The model is written here in plain torch from the formulas of the posattn spec
   encoders:  siren         3-layer SIREN on the normalised grid (sin(omega z) after the first two)
              txl_baseline  interleaved sin/cos of indices 0..2N-2, width `hidden`, Linear(hidden, D)
              transformer_xl  concatenated [sin | cos] of the distance i - j (width D), W_kR (no bias)
+  absolute schemes (no relative encoding, no u/v: A_ij = q_i.k_j / sqrt(Dh)), added once to the
+  tokens after input_proj, unscaled, at the row-major token index p (ape.md section 6, the image
+  rows "Sinusoidal 2D" and "Absolute"):
+             sinusoidal        pe[p, 2i] = sin(p 10000^(-2i/D)), pe[p, 2i+1] = cos(p 10000^(-2i/D))
+             learned_absolute  x + E[min(p, P-1)], E [P, D] ~ N(0, 1), P = N (param absolute.weight)
   pooling:   last token;  head: Linear(D, Ho) -> LayerNorm -> ReLU -> Linear(Ho, classes)
   loss:      cross-entropy (mean over the batch)
 
@@ -123,6 +128,40 @@ class TxlStandard(torch.nn.Module):
         return self.w_kr(torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1).to(self.w_kr.weight.dtype))
 
 
+class Sinusoidal(torch.nn.Module):
+    """Vaswani's fixed table at the token index; no parameters."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.width = width
+
+    def forward(self, x):  # [B, N, D] -> x + pe
+        N = x.shape[1]
+        p = torch.arange(N, dtype=torch.float64)[:, None]
+        pe = torch.zeros(N, self.width, dtype=torch.float64)
+        for i in range((self.width + 1) // 2):
+            angle = p[:, 0] * 10000.0 ** (-2.0 * i / self.width)
+            pe[:, 2 * i] = torch.sin(angle)
+            if 2 * i + 1 < self.width:
+                pe[:, 2 * i + 1] = torch.cos(angle)
+        return x + pe.to(x.dtype)[None]
+
+
+class LearnedAbsolute(torch.nn.Module):
+    """A learned table E [P, D] ~ N(0, 1), read at min(p, P - 1)."""
+
+    def __init__(self, positions, width):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(positions, width))
+
+    def forward(self, x):
+        p = torch.clamp(torch.arange(x.shape[1]), max=self.weight.shape[0] - 1)
+        return x + self.weight[p][None]
+
+
+ABSOLUTE = ("sinusoidal", "learned_absolute")
+
+
 class Model(torch.nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -131,6 +170,13 @@ class Model(torch.nn.Module):
         Dh = D // H
         n = cfg["dims"]
         self.input_proj = torch.nn.Linear(C, D)
+        self.absolute = None
+        if cfg["positional"] == "sinusoidal":
+            self.absolute = Sinusoidal(D)
+        elif cfg["positional"] == "learned_absolute":
+            self.absolute = LearnedAbsolute(math.prod(cfg["image"]), D)
+        if self.absolute is not None and cfg["span"]:
+            raise ValueError("this twin has no span with an absolute scheme")
         self.blocks = torch.nn.ModuleList()
         for layer in range(L):
             b = torch.nn.Module()
@@ -144,6 +190,13 @@ class Model(torch.nn.Module):
                     getattr(b.attn, p).weight.uniform_(-bound, bound)
                     getattr(b.attn, p).bias.uniform_(-0.1, 0.1)
                 torch.nn.init.xavier_uniform_(b.attn.out_proj.weight)
+            if self.absolute is not None:  # the scheme is the model's; attention has no hooks
+                b.norm2 = torch.nn.LayerNorm(D)
+                b.ff = torch.nn.Module()
+                b.ff.fc1 = torch.nn.Linear(D, F)
+                b.ff.fc2 = torch.nn.Linear(F, D)
+                self.blocks.append(b)
+                continue
             hooks = torch.nn.ModuleList()
             pe = torch.nn.Module()
             uv = math.sqrt(6.0 / (2 * Dh))
@@ -188,6 +241,9 @@ class Model(torch.nn.Module):
             return t.view(B, N, H, Dh).permute(0, 2, 1, 3)  # [B, H, N, Dh]
 
         q, k, v = heads(a.q_proj(x)), heads(a.k_proj(x)), heads(a.v_proj(x))
+        if self.absolute is not None:
+            p = torch.softmax(torch.einsum("bhid,bhjd->bhij", q, k) / math.sqrt(Dh), dim=-1)
+            return a.out_proj((p @ v).permute(0, 2, 1, 3).reshape(B, N, D))
         pe = a.hooks[0]
         if self.cfg["positional"] == "siren":
             grid = relative_grid(structure).to(x.dtype)  # [2S-1..., n]
@@ -222,6 +278,8 @@ class Model(torch.nn.Module):
         B, C = images.shape[0], images.shape[-1]
         structure = self.structure(images.shape[1:-1])
         x = self.input_proj(images.reshape(B, -1, C))
+        if self.absolute is not None:
+            x = self.absolute(x)
         for b in self.blocks:
             x = b.norm1(x + self.attention(b, x, structure))
             x = b.norm2(x + b.ff.fc2(torch.relu(b.ff.fc1(x))))
@@ -286,6 +344,12 @@ def main():
     # Standard Transformer-XL relative attention (u, v, W_kR, sinusoid of i - j) with the span.
     make_golden(dict(base, dims=1, positional="transformer_xl", span=True, sigmas=[[0.3], [0.25]]), 13,
                 os.path.join(out, "posattn_txl_span.safetensors"))
+    # The absolute schemes, added to the tokens: the sinusoid on the 1-D sequence of 64 tokens, the
+    # learned table (P = 64) on the 8x8 grid (both read the row-major index).
+    make_golden(dict(base, dims=1, positional="sinusoidal", span=False, sigmas=[]), 14,
+                os.path.join(out, "posattn_sinusoidal.safetensors"))
+    make_golden(dict(base, dims=2, positional="learned_absolute", span=False, sigmas=[]), 15,
+                os.path.join(out, "posattn_learned_absolute.safetensors"))
 
 
 if __name__ == "__main__":

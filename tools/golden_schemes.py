@@ -8,7 +8,8 @@ slots, exact span trimming) is checked against a second, naive implementation. T
 attention layer, in float64:
 
   x      [B, N, D] input (it gets a gradient too); absolute schemes: x = x + pe (sinusoidal,
-         learned table at min(p, P-1))
+         learned table at min(p, P-1)); posgrad applies them to x before an attention layer
+         without hooks, as models do, and maps this twin's hooks.0.* names onto them
   q,k,v  Linear(D, D) each (q_proj, k_proj, v_proj), split into H heads of Dh = D/H
   rope   rotate q and k: interleaved pairs, theta_i = 10000^(-2i/Dh), angle p * theta_i
   scores q.k/sqrt(Dh)  + q_i . r[clip(j-i, -w, w) + w]     (shaw, not scaled)

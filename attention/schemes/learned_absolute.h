@@ -9,6 +9,9 @@
 //             true: E[min(p, P-1)], the APE baseline's behaviour past its table
 //   init_std  the rows start N(0, init_std^2) (default 1, like nn.Embedding)
 //
+// An AbsoluteEncoding (attention_hook.h): the model adds it to its token embeddings before the
+// first layer; attention refuses it.
+//
 // Parameter: "weight" [P, D]. Deliberately not here: per-axis tables for grids and tree
 // positions (APE's baselines use the flattened index, so do we).
 #pragma once
@@ -17,12 +20,11 @@
 
 namespace posgrad {
 
-class LearnedAbsolute : public AttentionHook {
+class LearnedAbsolute : public AbsoluteEncoding {
  public:
   LearnedAbsolute(int64_t width, int64_t size, bool clamp, double init_std, Generator& gen);
 
   Variable embed(const Variable& x, const Positions& positions) override;
-  bool has_embed() const override { return true; }
   std::string summary() const override;
 
   const Variable& weight() const { return weight_; }  // [P, D]

@@ -8,6 +8,9 @@
 // ape.md section 6); for tree positions it is the token's index in the flattened sequence, as
 // APE's baselines use it. An odd D leaves the last column as a sine.
 //
+// An AbsoluteEncoding (attention_hook.h): the model adds it to its token embeddings before the
+// first layer; attention refuses it.
+//
 // Option: base (10000). No parameters, no buffers (the table is recomputed per call, in the
 // dtype and on the device of x). Deliberately not here: scaling the token embeddings (models
 // multiply by sqrt(D) themselves if they want to) and any per-axis 2-D sinusoid.
@@ -17,12 +20,11 @@
 
 namespace posgrad {
 
-class SinusoidalAbsolute : public AttentionHook {
+class SinusoidalAbsolute : public AbsoluteEncoding {
  public:
   SinusoidalAbsolute(int64_t width, double base);
 
   Variable embed(const Variable& x, const Positions& positions) override;
-  bool has_embed() const override { return true; }
   std::string summary() const override;
 
   // The table pe [N, D] in float64 (for tests and figures).

@@ -1,6 +1,6 @@
 // The CPU backend: OpenMP kernels for every Backend primitive. Each family of primitives is in
 // its own file (elementwise.cpp, reduce.cpp, matmul.cpp, softmax.cpp, layernorm.cpp,
-// indexing.cpp, random.cpp); this header only declares the class.
+// indexing.cpp, which also holds the random fills); this header only declares the class.
 #pragma once
 
 #include "tensor/backend.h"

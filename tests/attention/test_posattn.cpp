@@ -607,8 +607,9 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(posattn_classifier_schemes)
 
 BOOST_AUTO_TEST_CASE(any_registered_scheme_plugs_in) {
-  // none, transformer_xl (with its options) and the baseline in a 1-D model; no span.
-  for (const std::string positional : {"none", "transformer_xl", "txl_baseline"}) {
+  // none, transformer_xl (with its options), the baseline and the absolute schemes (added to the
+  // tokens, reported on a line of their own) in a 1-D model; no span.
+  for (const std::string positional : {"none", "transformer_xl", "txl_baseline", "sinusoidal", "learned_absolute"}) {
     PosattnClassifierConfig c;
     c.width = 8;
     c.heads = 2;
@@ -625,7 +626,13 @@ BOOST_AUTO_TEST_CASE(any_registered_scheme_plugs_in) {
     sum(logits).backward();
     for (const auto& [name, p] : model.named_parameters())
       BOOST_TEST(p.grad().defined(), positional << ": " << name << " got no gradient");
-    BOOST_TEST(model.hook_summaries()[0].find(positional == "none" ? "none" : positional) != std::string::npos);
+    BOOST_TEST(model.hook_summaries()[0].find(positional) != std::string::npos);
+    const bool absolute = positional == "sinusoidal" || positional == "learned_absolute";
+    BOOST_TEST((model.absolute() != nullptr) == absolute);
+    if (absolute) {
+      BOOST_TEST(model.hook_summaries()[0].rfind("token embeddings: " + positional, 0) == 0);
+      BOOST_TEST(model.blocks()[0]->attention().hooks().empty());
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 // Golden test against PyTorch for the posattn classifier: tools/golden_posattn.py writes a
 // 2-block model built in plain torch from the posattn spec's formulas (SIREN 1-D + Gaussian span
-// t = 0.1, SIREN 2-D + span, txl_baseline, standard Transformer-XL + span), in float64. Here the same weights are loaded into
+// t = 0.1, SIREN 2-D + span, txl_baseline, standard Transformer-XL + span) and with each absolute
+// scheme added to the tokens (sinusoidal 1-D, learned_absolute on the 8x8 grid; ape.md section
+// 6), in float64. Here the same weights are loaded into
 // PosattnClassifier; logits, loss, every parameter gradient, the losses of 3 Adam steps and the
 // learned sigmas are compared, on the reference and the fast path, in float64 (tight) and
 // float32 (loose). The worst error of each is printed.
@@ -48,7 +50,8 @@ PosattnClassifierConfig config_from(const nlohmann::json& j) {
   c.dims = j["dims"];
   c.structure = j["image"].get<std::vector<int64_t>>();
   c.positional = j["positional"];
-  if (c.positional != "transformer_xl") c.positional_options["hidden"] = std::to_string(j["pe_hidden"].get<int64_t>());
+  if (c.positional == "siren" || c.positional == "txl_baseline")
+    c.positional_options["hidden"] = std::to_string(j["pe_hidden"].get<int64_t>());
   if (c.positional == "siren") {
     c.positional_options["layers"] = std::to_string(j["pe_layers"].get<int64_t>());
     c.positional_options["omega"] = fmt::format("{}", j["omega"].get<double>());
@@ -59,7 +62,8 @@ PosattnClassifierConfig config_from(const nlohmann::json& j) {
 }
 
 const char* kGoldenFiles[] = {"posattn_siren1d_span.safetensors", "posattn_siren2d_span.safetensors",
-                              "posattn_baseline.safetensors", "posattn_txl_span.safetensors"};
+                              "posattn_baseline.safetensors", "posattn_txl_span.safetensors",
+                              "posattn_sinusoidal.safetensors", "posattn_learned_absolute.safetensors"};
 
 }  // namespace
 

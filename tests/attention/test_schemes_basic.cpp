@@ -1,5 +1,6 @@
 // The baseline positional schemes (sinusoidal, learned_absolute, rope, shaw, alibi): gradients
-// through MultiHeadAttention for every parameter and the input, the reference path against the
+// through MultiHeadAttention for every parameter and the input (absolute schemes added to its
+// input, as models do; attention itself refuses them), the reference path against the
 // fast (window) path under a causal mask, invariance of the relative schemes to a shift of all
 // positions, RoPE's closed form and norms, the absolute tables and their limits, option errors,
 // and the PyTorch golden files of tools/golden_schemes.py.
@@ -15,6 +16,7 @@
 #include "attention/schemes/rope.h"
 #include "attention/schemes/shaw_relative.h"
 #include "attention/schemes/sinusoidal_absolute.h"
+#include "attention/transformer_block.h"
 #include "nn/adam.h"
 #include "nn/safetensors.h"
 #include "posgrad.h"
@@ -46,13 +48,42 @@ std::shared_ptr<AttentionHook> build(const std::string& name, std::map<std::stri
                    HookContext{.width = D, .heads = H, .structure = std::move(structure)}, gen);
 }
 
-// The layer the tests run: the hook is the MHA's hooks.0; absolute schemes embed x first.
 Variable run_layer(MultiHeadAttention& mha, const Variable& x, const Positions& pos, bool causal) {
-  const auto& hook = mha.hooks().front();
   AttentionMasks masks;
   masks.causal = causal;
-  return mha.forward(hook->has_embed() ? hook->embed(x, pos) : x, masks, &pos);
+  return mha.forward(x, masks, &pos);
 }
+
+// The layer the tests run for any scheme: a MultiHeadAttention ("attn") with the scheme as its
+// hooks.0, or, for an absolute scheme, the scheme ("absolute") added to x first and an attention
+// without hooks, as models apply it to their token embeddings (attention refuses it).
+class SchemeLayer : public Module {
+ public:
+  SchemeLayer(std::shared_ptr<AttentionHook> scheme, int64_t D, int64_t H, Generator& gen)
+      : scheme_(scheme), absolute_(std::dynamic_pointer_cast<AbsoluteEncoding>(scheme)) {
+    if (absolute_) register_module("absolute", absolute_);
+    std::vector<std::shared_ptr<AttentionHook>> hooks;
+    if (!absolute_) hooks.push_back(scheme);
+    attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(D, H, gen, hooks));
+  }
+  Variable run(const Variable& x, const Positions& pos, bool causal) {
+    return run_layer(*attn_, absolute_ ? absolute_->embed(x, pos) : x, pos, causal);
+  }
+  MultiHeadAttention& attn() { return *attn_; }
+  AttentionHook& scheme() { return *scheme_; }
+  // The name tools/golden_schemes.py gives one of our parameters or buffers: its twin is one
+  // attention layer with the scheme at hooks.0 ("q_proj.weight", "hooks.0.weight").
+  static std::string golden_name(const std::string& name) {
+    const std::string absolute = "absolute.", attn = "attn.";
+    if (name.rfind(absolute, 0) == 0) return "hooks.0." + name.substr(absolute.size());
+    return name.substr(attn.size());
+  }
+
+ private:
+  std::shared_ptr<AttentionHook> scheme_;
+  std::shared_ptr<AbsoluteEncoding> absolute_;
+  std::shared_ptr<MultiHeadAttention> attn_;
+};
 
 const SchemeCase kCases[] = {
     {"sinusoidal", "sinusoidal", {}},
@@ -80,15 +111,14 @@ BOOST_AUTO_TEST_SUITE(schemes_basic)
 BOOST_DATA_TEST_CASE(gradcheck_through_attention, bdata::make(kCases), c) {
   Generator gen(11);
   const int64_t D = 8, H = 2, N = 6;
-  auto hook = build(c.name, c.options, D, H, {N}, gen);
-  MultiHeadAttention mha(D, H, gen, {hook});
+  SchemeLayer layer(build(c.name, c.options, D, H, {N}, gen), D, H, gen);
   const Positions pos = Positions::sequence(N);
   Tensor x = normal({2, N, D}, 0, 1, gen, kFloat64);
-  mha.to(kFloat64);
+  layer.to(kFloat64);
   // Shaw's unscaled q . r grows with r; keep the table moderate so the softmax is not saturated.
-  for (auto& [name, p] : mha.named_parameters())
-    if (name == "hooks.0.r") p.mutable_value().copy_(mul_scalar(p.value(), 0.3));
-  check_module_gradients(mha, x, [&](const Variable& xv) { return run_layer(mha, xv, pos, false); });
+  for (auto& [name, p] : layer.named_parameters())
+    if (name == "attn.hooks.0.r") p.mutable_value().copy_(mul_scalar(p.value(), 0.3));
+  check_module_gradients(layer, x, [&](const Variable& xv) { return layer.run(xv, pos, false); });
 }
 
 BOOST_DATA_TEST_CASE(gradcheck_causal_fast_path, bdata::make(kRelativeCases), c) {
@@ -266,7 +296,7 @@ BOOST_AUTO_TEST_CASE(sinusoidal_table_and_embed) {
   Generator gen(51);
   const int64_t D = 6, N = 5;
   auto hook = std::dynamic_pointer_cast<SinusoidalAbsolute>(build("sinusoidal", {}, D, 2, {N}, gen));
-  BOOST_TEST(hook->has_embed());
+  BOOST_TEST(std::dynamic_pointer_cast<AbsoluteEncoding>(hook) != nullptr);
   Tensor pe = hook->table(N);
   for (int64_t p = 0; p < N; ++p)
     for (int64_t i = 0; i < D / 2; ++i) {
@@ -292,12 +322,12 @@ BOOST_AUTO_TEST_CASE(learned_absolute_table_errors_past_its_size_and_clamps_when
   BOOST_TEST(by_context->size() == 6);
   BOOST_TEST(by_context->weight().shape() == (Shape{6, D}));
 
-  auto strict = build("learned_absolute", {{"size", "5"}}, D, 2, {}, gen);
+  auto strict = std::dynamic_pointer_cast<LearnedAbsolute>(build("learned_absolute", {{"size", "5"}}, D, 2, {}, gen));
   Tensor x = Tensor::zeros({1, 7, D});
   check_error([&] { strict->embed(Variable(x), Positions::sequence(7)); },
               {"learned_absolute", "position 6", "table of 5 positions", "clamp"});
   Tensor fits = normal({1, 5, D}, 0, 1, gen);
-  Tensor w = std::dynamic_pointer_cast<LearnedAbsolute>(strict)->weight().value();
+  Tensor w = strict->weight().value();
   BOOST_TEST(max_abs_diff(strict->embed(Variable(fits), Positions::sequence(5)).value(), add(fits, w.reshape({1, 5, D}))) < 1e-6);
 
   auto clamped = std::dynamic_pointer_cast<LearnedAbsolute>(
@@ -307,6 +337,22 @@ BOOST_AUTO_TEST_CASE(learned_absolute_table_errors_past_its_size_and_clamps_when
   for (int64_t p = 0; p < 7; ++p)
     BOOST_TEST(max_abs_diff(y.select(0, 0).select(0, p), wc.select(0, std::min<int64_t>(p, 4))) == 0.0);
   check_error([&] { build("learned_absolute", {}, D, 2, {}, gen); }, {"learned_absolute", "set option size"});
+}
+
+BOOST_AUTO_TEST_CASE(attention_refuses_absolute_schemes_naming_them) {
+  Generator gen(53);
+  const int64_t D = 8, H = 2;
+  for (const std::string name : {"sinusoidal", "learned_absolute"}) {
+    auto absolute = build(name, {}, D, H, {5}, gen);
+    auto none = build("none", {}, D, H, {5}, gen);
+    const std::vector<std::string> expect = {"hook 1", name, "absolute positional scheme", "token embeddings"};
+    check_error([&] { MultiHeadAttention(D, H, gen, {none, absolute}); }, expect);
+    check_error([&] { MultiHeadAttention(D, H, gen, {}, {none, absolute}); }, {"shared hook 1", name, "token embeddings"});
+    TransformerBlockConfig block;
+    block.width = D;
+    block.heads = H;
+    check_error([&] { TransformerEncoderBlock(block, gen, {none, absolute}); }, expect);
+  }
 }
 
 // ---------------------------------------------------------------------------- ALiBi and Shaw tables
@@ -416,38 +462,39 @@ BOOST_DATA_TEST_CASE(scheme_matches_pytorch, bdata::make(kGoldenSchemes), file) 
   const double atol = scheme == "adaptive_span" ? 1e-8 : 1e-11;
   const Positions pos = Positions::sequence(N);
 
+  size_t golden_entries = 0;  // param.* and buffer.*: every one must be loaded
+  for (const auto& [name, t] : golden.tensors)
+    if (name.rfind("param.", 0) == 0 || name.rfind("buffer.", 0) == 0) ++golden_entries;
   auto make_layer = [&] {
     Generator gen(5);
-    auto hook = build(scheme, options, D, H, {N}, gen);
-    auto mha = std::make_shared<MultiHeadAttention>(D, H, gen, std::vector<std::shared_ptr<AttentionHook>>{hook});
-    mha->to(kFloat64);
+    auto layer = std::make_shared<SchemeLayer>(build(scheme, options, D, H, {N}, gen), D, H, gen);
+    layer->to(kFloat64);
     StateDict state;
-    for (const auto& [name, t] : golden.tensors) {
-      if (name.rfind("param.", 0) == 0) state.emplace_back(name.substr(6), t);
-      if (name.rfind("buffer.", 0) == 0) state.emplace_back(name.substr(7), t);
-    }
-    mha->load_state_dict(state, /*strict=*/true);
-    return mha;
+    for (const auto& [name, p] : layer->named_parameters()) state.emplace_back(name, golden.at("param." + SchemeLayer::golden_name(name)));
+    for (const auto& [name, b] : layer->named_buffers()) state.emplace_back(name, golden.at("buffer." + SchemeLayer::golden_name(name)));
+    BOOST_REQUIRE(state.size() == golden_entries);
+    layer->load_state_dict(state, /*strict=*/true);
+    return layer;
   };
   const Tensor x = golden.at("x"), target = golden.at("target");
-  auto loss_of = [&](MultiHeadAttention& mha, const Variable& xv, Variable* out) {
-    Variable o = run_layer(mha, xv, pos, causal);
+  auto loss_of = [&](SchemeLayer& layer, const Variable& xv, Variable* out) {
+    Variable o = layer.run(xv, pos, causal);
     if (out) *out = o;
     Variable loss = mean(square(o - Variable(target)));
-    Variable reg = mha.hooks().front()->regulariser();
+    Variable reg = layer.scheme().regulariser();
     return reg.defined() ? loss + reg : loss;
   };
 
   BOOST_TEST_MESSAGE("schemes_" << file << " (" << scheme << ", causal " << causal << ")");
   double worst = 0.0;
   for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fast}) {
-    auto mha = make_layer();
-    mha->set_path(path);
-    const bool window = mha->layout_for(pos, causal).is_window();
+    auto layer = make_layer();
+    layer->attn().set_path(path);
+    const bool window = layer->attn().layout_for(pos, causal).is_window();
     if (path == AttentionPath::Fast && !window) continue;  // no key range: Fast is the dense path again
     BOOST_TEST_MESSAGE(" path " << (window ? "fast (window)" : "reference (dense)"));
     Variable xv(x, true), out;
-    Variable loss = loss_of(*mha, xv, &out);
+    Variable loss = loss_of(*layer, xv, &out);
     loss.backward();
     worst = std::max(worst, expect_close("out", out.value(), golden.at("out"), atol, 1e-9));
     if (scheme == "adaptive_span") {  // against PyTorch with the same exact trimming: rounding only
@@ -456,22 +503,24 @@ BOOST_DATA_TEST_CASE(scheme_matches_pytorch, bdata::make(kGoldenSchemes), file) 
     }
     worst = std::max(worst, expect_close("loss", loss.value(), golden.at("loss"), atol, 1e-9));
     worst = std::max(worst, expect_close("grad.input", xv.grad(), golden.at("grad.input"), atol, 1e-8));
-    for (const auto& [name, p] : mha->named_parameters())
-      worst = std::max(worst, expect_close("grad." + name, p.grad(), golden.at("grad." + name), atol, 1e-8));
+    for (const auto& [name, p] : layer->named_parameters()) {
+      const std::string theirs = "grad." + SchemeLayer::golden_name(name);
+      worst = std::max(worst, expect_close(theirs, p.grad(), golden.at(theirs), atol, 1e-8));
+    }
   }
 
   // Three Adam steps (the span's c clamped after each) reproduce PyTorch's losses.
-  auto mha = make_layer();
+  auto layer = make_layer();
   AdamOptions adam;
   adam.lr = cfg["lr"];
-  Adam opt(mha->parameters(), adam);
+  Adam opt(layer->parameters(), adam);
   std::vector<double> losses;
   for (int step = 0; step < 3; ++step) {
     opt.zero_grad();
-    Variable l = loss_of(*mha, Variable(x), nullptr);
+    Variable l = loss_of(*layer, Variable(x), nullptr);
     l.backward();
     opt.step();
-    for (const auto& hook : mha->hooks()) hook->after_optimizer_step();
+    after_optimizer_step(*layer);
     losses.push_back(l.item());
   }
   worst = std::max(worst, expect_close("adam_losses (3 steps)", Tensor::from_vector(losses, {3}), golden.at("adam_losses"), atol, 1e-8));

@@ -79,13 +79,22 @@ LayerRun run_on(const DeviceCase& c, Device device) {
   std::vector<int64_t> structure;
   if (c.layout == Layout::Sequence) structure = {6};
   if (c.layout == Layout::Grid) structure = {2, 3};
+  // Absolute schemes are added to the input (as models add them to their token embeddings); the
+  // others are the attention's hooks. Both sit in one module so they move and report together.
+  Module layer;
   std::vector<std::shared_ptr<AttentionHook>> hooks;
-  for (const auto& [name, options] : c.hooks)
-    hooks.push_back(make_hook(HookSpec{name, HookOptions(options)},
-                              HookContext{.width = kWidth, .heads = kHeads, .structure = structure}, gen));
-  MultiHeadAttention mha(kWidth, kHeads, gen, hooks);
-  mha.to(kFloat64);
-  mha.to(device);
+  std::vector<std::shared_ptr<AbsoluteEncoding>> absolute;
+  for (const auto& [name, options] : c.hooks) {
+    auto hook = make_hook(HookSpec{name, HookOptions(options)},
+                          HookContext{.width = kWidth, .heads = kHeads, .structure = structure}, gen);
+    if (auto a = std::dynamic_pointer_cast<AbsoluteEncoding>(hook))
+      absolute.push_back(layer.register_module(fmt::format("absolute.{}", absolute.size()), a));
+    else
+      hooks.push_back(hook);
+  }
+  MultiHeadAttention& mha = *layer.register_module("attn", std::make_shared<MultiHeadAttention>(kWidth, kHeads, gen, hooks));
+  layer.to(kFloat64);
+  layer.to(device);
   Generator data(9);
   const int64_t N = pos.tokens();
   Variable x(normal({kBatch, N, kWidth}, 0, 1, data, kFloat64).to(device), true);
@@ -95,12 +104,11 @@ LayerRun run_on(const DeviceCase& c, Device device) {
   AttentionMasks masks;
   masks.key_padding = pad.to(device);
   Variable input = x;
-  for (const auto& hook : mha.hooks())
-    if (hook->has_embed()) input = hook->embed(input, pos);
+  for (const auto& a : absolute) input = a->embed(input, pos);
   Variable out = mha.forward(input, masks, &pos);
   sum(out * Variable(weights)).backward();
   LayerRun r{out.value().to(kCPU), x.grad().to(kCPU), {}};
-  for (const auto& [name, p] : mha.named_parameters())
+  for (const auto& [name, p] : layer.named_parameters())
     r.grads.emplace_back(name, p.grad().defined() ? p.grad().to(kCPU) : Tensor::zeros(p.value().shape(), kFloat64));
   return r;
 }
