@@ -20,6 +20,7 @@
 //
 // Deliberately not here: the pipeline itself (multi_head_attention.cpp) and the registry that
 // builds hooks by name (registry.h).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <optional>

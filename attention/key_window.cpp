@@ -1,5 +1,6 @@
 // KeyWindow (see key_window.h): slot enumeration and the [N, W] key-index and blocked tables.
 // These tables are for the layout and for tests; the kernels never read them.
+// Shapes: letters of shape_legend.h.
 #include "attention/key_window.h"
 
 #include <fmt/format.h>

@@ -8,6 +8,7 @@
 //
 // Deliberately not here: the kernels that use a window (attention/window_attention_ops.h), how a
 // span or causal rule becomes a box (attention/score_layout.h), and trees (no grid, no box).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 // MultiHeadAttention and the attention pipeline (see multi_head_attention.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/multi_head_attention.h"
 
 #include <cmath>

@@ -19,6 +19,7 @@
 // Absolute schemes (AbsoluteEncoding) are refused with an error: the model applies them to its
 // token embeddings (attention_hook.h).
 // Deliberately not here: cross-attention (keys from another sequence) and attention dropout.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/attention_hook.h"

@@ -1,4 +1,5 @@
 // PosattnClassifier (see posattn_classifier.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/posattn_classifier.h"
 
 #include <fmt/format.h>

@@ -23,6 +23,7 @@
 //
 // Deliberately not here: resolution reduction (disabled in every posattn experiment), causal
 // masks, training loops and data (apps/).
+// Shapes: letters of shape_legend.h; L here is the number of blocks (layers), not a stream length.
 #pragma once
 
 #include <map>

@@ -14,6 +14,7 @@
 //
 // Deliberately not here: learned or batch-dependent positions for grids, and anything about
 // how a scheme uses positions.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 // Scaled dot-product attention (see scaled_dot_product.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/scaled_dot_product.h"
 
 #include <cmath>

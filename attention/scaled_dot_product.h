@@ -2,6 +2,7 @@
 // This is the dense reference computation: it materialises the [B, H, N, M] scores. The
 // positional attention pipeline (multi_head_attention.h) is built around the same steps and
 // takes its padding mask from attention_block_mask here.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "autograd/functions.h"

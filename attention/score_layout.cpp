@@ -1,4 +1,5 @@
 // ScoreLayout (see score_layout.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/score_layout.h"
 
 #include <fmt/format.h>

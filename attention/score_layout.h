@@ -15,6 +15,7 @@
 //
 // Deliberately not here: the order of the attention pipeline (multi_head_attention.cpp) and any
 // scheme's formula.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <optional>

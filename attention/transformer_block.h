@@ -3,6 +3,7 @@
 //   pre-LN:  x = x + drop(attn(norm1(x)));  x = x + drop(ff(norm2(x)))
 //   post-LN: x = norm1(x + drop(attn(x)));  x = norm2(x + drop(ff(x)))
 // ff = fc2(act(fc1(x))), act = GELU or ReLU. Parameter names match tools/golden_transformer.py.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/multi_head_attention.h"

@@ -1,4 +1,5 @@
 // TransformerClassifier (see transformer_classifier.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/transformer_classifier.h"
 
 #include "attention/scaled_dot_product.h"

@@ -4,6 +4,7 @@
 // transformer benchmark. It takes no positional scheme by name: its own learned position table
 // (an Embedding, named as in PyTorch) is its absolute encoding, added to the token embeddings.
 // Models that take a scheme name are PosattnClassifier and, through hooks, the blocks.
+// Shapes: letters of shape_legend.h; L here is the number of encoder blocks, not a stream length.
 #pragma once
 
 #include <vector>

@@ -6,6 +6,8 @@
 //   window_weighted_sum  forward  band_apply(p, v)       dp = band_dots(dOut, v)  dv = band_apply_transposed(p, dOut)
 //
 // Deliberately not here: device dispatch (CPU only for now; other devices are an Error).
+// Shapes: letters of shape_legend.h; X, Y (and D in the band kernels) are the operands' last dims,
+// Dh or Dv, not the model width.
 #include "attention/window_attention_ops.h"
 
 #include <memory>

@@ -13,6 +13,7 @@
 //
 // Deliberately not here: softmax, scaling, masking of outside slots before a softmax (use
 // KeyWindow::blocked_mask), and a CUDA path (other devices are an Error for now).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/key_window.h"

@@ -18,6 +18,7 @@
 // and no per-thread partial sums. GEMMs inside run single-threaded (tensor/cpu/gemm.h).
 //
 // Deliberately not here: autograd, shape checks (the ops do them), other devices.
+// Shapes: letters of shape_legend.h; BH = B * H, and D is a buffer's feature width (Dh or Dv).
 #pragma once
 
 #include <cstdint>

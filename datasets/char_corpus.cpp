@@ -1,4 +1,5 @@
 // CharCorpus (see char_corpus.h).
+// Shapes: letters of shape_legend.h.
 #include "datasets/char_corpus.h"
 
 #include <algorithm>

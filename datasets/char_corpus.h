@@ -11,6 +11,7 @@
 //     T is predicted exactly once.
 // A window longer than the split, or an empty file, is an Error that says so.
 // This file deliberately has no tokenizer beyond bytes and no document boundaries.
+// Shapes: letters of shape_legend.h (L: the token count of a split).
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 // For the posattn train/validation split see load_cifar10_posattn (and split.h); for the
 // 1-D / channels-last token layout see image_sequence.h.
 // This file deliberately does no augmentation (posattn uses none).
+// Shapes: letters of shape_legend.h, except n here: the number of images, not positional dims.
 #pragma once
 
 #include <filesystem>

@@ -11,6 +11,7 @@
 // for training data and another for test data).
 // This file deliberately has no model and no task variants (other digits or lengths are a
 // parameter away, but the experiment is fixed).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,7 @@
 //
 // This file deliberately has one worker thread (examples are decoded in memory here, and a single
 // producer keeps the order trivially deterministic), no sampler classes, and no pinned memory.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 // This file deliberately does no I/O, no shuffling and no threading (see data_loader.h).
 // Datasets must be safe to read from one thread other than the one that built them (the
 // DataLoader's prefetch worker); the ones here are immutable after construction.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <cstdint>

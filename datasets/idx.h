@@ -5,6 +5,7 @@
 // Both raw and .gz files are read (see file_bytes.h).
 // This file deliberately supports only unsigned-byte IDX (every MNIST-family file is one);
 // other element types are an Error that says so.
+// Shapes: letters of shape_legend.h, except n here: the number of items, not positional dims.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 // Image layout helpers (see image_sequence.h).
+// Shapes: letters of shape_legend.h; H, W: image height and width, as in image_sequence.h.
 #include "datasets/image_sequence.h"
 
 #include "tensor/error.h"

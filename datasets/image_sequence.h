@@ -5,6 +5,8 @@
 //   images_to_channels_last:[B, C, H, W] -> [B, H, W, C]  (posattn's input layout)
 // Both return contiguous copies. Works for any C, H, W (MNIST: [B, 784, 1]).
 // This file deliberately holds layout changes only, no normalisation.
+// Shapes: letters of shape_legend.h, except H, W here: image height and width (S0, S1), not
+// heads and window.
 #pragma once
 
 #include "tensor/tensor.h"

@@ -4,6 +4,7 @@
 // images: float32 [n, 1, 28, 28] in [0, 1] (or [-1, 1] with PixelRange::Symmetric, the posattn
 // protocol); labels: int64 [n], 0..9.
 // This file deliberately does no splitting or augmentation (see split.h for a train/val split).
+// Shapes: letters of shape_legend.h, except n here: the number of images, not positional dims.
 #pragma once
 
 #include <filesystem>

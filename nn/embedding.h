@@ -4,6 +4,7 @@
 //
 // Deliberately not here: padding_idx, max_norm and sparse gradients (the gradient is a dense
 // [num, dim] tensor, accumulated with index_add).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "nn/module.h"

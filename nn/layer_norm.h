@@ -3,6 +3,7 @@
 // bias [D] at 0 (affine = true); without affine there are no parameters.
 //
 // Deliberately not here: normalising over several trailing axes, RMSNorm, fused residual adds.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "nn/module.h"

@@ -1,4 +1,5 @@
 // Linear (see linear.h).
+// Shapes: letters of shape_legend.h; M here is the leading axes flattened into rows, not keys.
 #include "nn/linear.h"
 
 #include <cmath>

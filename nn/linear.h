@@ -5,6 +5,7 @@
 //
 // Deliberately not here: fused activations, weight parameterisations (orthogonal, ...), or any
 // other init (re-initialise weight().mutable_value() with nn/init.h).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "nn/module.h"

@@ -1,4 +1,5 @@
 // Loss functions (see losses.h).
+// Shapes: letters of shape_legend.h (C: classes); M here is the number of targets, not keys.
 #include "nn/losses.h"
 
 #include <algorithm>

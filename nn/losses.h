@@ -17,6 +17,7 @@
 // empty batch) is 0 with a zero gradient, not NaN.
 //
 // Deliberately not here: class weights, pos_weight, fused softmax+cross-entropy kernels.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <cstdint>

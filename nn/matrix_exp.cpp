@@ -2,6 +2,7 @@
 // exact backward through the block-triangular identity. Matrices of a batch are flattened to
 // [P, d, d]; each gets its own number of squarings s (chosen on the host from its 1-norm), and a
 // batch squares max(s) times, keeping the previous value (with `where`) for matrices already done.
+// Shapes: letters of shape_legend.h, except P here: the number of d x d matrices in the batch.
 #include "nn/matrix_exp.h"
 
 #include <algorithm>
@@ -23,7 +24,7 @@ void check_square_batch(const Tensor& x, const char* op) {
     fail("{}: expected a batch of square matrices [..., d, d], got {}", op, x.describe());
 }
 
-// 1-norm (largest absolute column sum) of every matrix of m [P, n, n], read back to the host.
+// 1-norm (largest absolute column sum) of every matrix of m [P, d, d], read back to the host.
 std::vector<double> one_norms(const Tensor& m) { return amax(sum(abs(m), {1}), {1}).to_vector<double>(); }
 
 // A per-matrix factor column [P, 1, 1] in like's dtype and on its device (broadcasts over d, d).
@@ -47,7 +48,7 @@ int squarings_for(double norm) {
   return s;
 }
 
-// The degree-18 Taylor polynomial sum_k z^k / k! for z [P, n, n], Paterson-Stockmeyer with block
+// The degree-18 Taylor polynomial sum_k z^k / k! for z [P, d, d], Paterson-Stockmeyer with block
 // size 4: with powers I, z, z^2, z^3, z^4 (3 matmuls) and blocks B_j = sum_i c_{4j+i} z^i,
 // p(z) = B_0 + z^4 (B_1 + z^4 (B_2 + z^4 (B_3 + z^4 B_4))) (4 more matmuls), B_4 = c16 + c17 z + c18 z^2.
 Tensor taylor18(const Tensor& z) {
@@ -69,7 +70,7 @@ Tensor taylor18(const Tensor& z) {
   return acc;
 }
 
-// e^m for m [P, n, n]: the one forward routine, used by the forward and by the backward's block
+// e^m for m [P, d, d]: the one forward routine, used by the forward and by the backward's block
 // matrix.
 Tensor expm_batch(const Tensor& m) {
   const std::vector<double> norms = one_norms(m);

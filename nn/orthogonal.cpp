@@ -1,4 +1,5 @@
 // OrthogonalGenerators and matrix_powers (see orthogonal.h).
+// Shapes: letters of shape_legend.h; d is the matrix size and W a generator, as in orthogonal.h.
 #include "nn/orthogonal.h"
 
 #include <cmath>

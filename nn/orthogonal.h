@@ -22,6 +22,8 @@
 // Deliberately not here: applying W^p to queries and keys, position indexing, grids and trees
 // (the positional schemes do that with this module), and any other orthogonal parameterisation
 // (Cayley, Householder).
+// Shapes: letters of shape_legend.h; here d is the matrix size, W a generator matrix (not the
+// window) and S the highest power in a table.
 #pragma once
 
 #include <string>

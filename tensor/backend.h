@@ -5,6 +5,9 @@
 //
 // Conventions for every primitive: `out` is freshly allocated and contiguous unless stated;
 // inputs may be strided views (including stride-0 broadcast views) unless stated "contiguous".
+// Shapes: letters of shape_legend.h where they apply; local here: R the length of a row (the
+// reduced or softmax axis), a GEMM's BLAS sizes [Bt, M, K] @ [Bt, K, N] (Bt its batch), and n, m
+// an indexed axis's size and the number of indices.
 #pragma once
 
 #include "tensor/ops.h"

@@ -1,5 +1,7 @@
 // The op front-end (see ops.h): argument checks, broadcasting, axis moves and output allocation,
 // then one Backend primitive. No arithmetic happens in this file.
+// Shapes: letters of shape_legend.h, except R (the length of a row) and n (the size of the
+// indexed axis in [outer, n, inner]).
 #include "tensor/ops.h"
 
 #include <algorithm>

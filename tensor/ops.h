@@ -4,6 +4,7 @@
 //
 // Comparison ops return 1/0 in the dtype of their inputs (there is no bool dtype); `where` and
 // `masked_fill` treat any non-zero mask element as true.
+// Shapes: letters of shape_legend.h; matmul's M, K, N are the BLAS matrix sizes, not the legend's.
 #pragma once
 
 #include <utility>

@@ -1,4 +1,5 @@
 // The count24 model (see count24_model.h).
+// Shapes: letters of shape_legend.h.
 #include "apps/count24/count24_model.h"
 
 #include <cmath>

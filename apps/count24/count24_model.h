@@ -2,6 +2,7 @@
 // [1, 5]; keys from Linear(5, 5) and values from Linear(5, 1) of the embeddings; the
 // attention-weighted value goes through Linear(1, 200) - ReLU - Linear(200, 1) - Sigmoid.
 // Scores are scaled by 1/sqrt(5) (scaled dot-product attention).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "nn/nn.h"

@@ -1,4 +1,5 @@
 // The "alibi" scheme (see alibi.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/alibi.h"
 
 #include <cmath>

@@ -15,6 +15,7 @@
 // ScoreLayout::gather_relative; the term is positional and not scaled by 1/sqrt(Dh). No
 // parameters and no options. Trees are an Error (no offsets). Deliberately not here: learned
 // slopes and the causal-only variant that never sees future keys (a causal mask does that).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/registry.h"

@@ -1,4 +1,5 @@
 // Shared APE pieces (see ape_common.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/ape_common.h"
 
 #include <fmt/format.h>

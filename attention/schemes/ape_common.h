@@ -9,6 +9,7 @@
 //
 // Deliberately not here: how a variant builds its maps (ape_sequence.h, ape_grid.h, ape_tree.h)
 // and the matrix exponential itself (nn/orthogonal.h).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,5 @@
 // The "ape_grid" scheme (see ape_grid.h).
+// Shapes: letters of shape_legend.h; d = Dh / n and S_max as in ape_grid.h.
 #include "attention/schemes/ape_grid.h"
 
 #include <fmt/format.h>

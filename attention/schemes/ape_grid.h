@@ -15,6 +15,8 @@
 // (ape_common.h). Parameter: orthogonal.generators A [n*H, d, d], generator a*H + h for (axis a,
 // head h), as in the released code. An error if Dh is not divisible by n.
 // Deliberately not here: sequences read as flat indices (ape_sequence.h) and trees (ape_tree.h).
+// Shapes: letters of shape_legend.h; d = Dh / n, S_max as above, and the W in [I, W, ...] is a
+// generator, not the window.
 #pragma once
 
 #include "attention/schemes/ape_common.h"

@@ -1,4 +1,5 @@
 // The "ape" sequence scheme (see ape_sequence.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/ape_sequence.h"
 
 #include <fmt/format.h>

@@ -12,6 +12,7 @@
 // Options: init (rope_like | near_identity | normal), trainable, decay (ape_common.h).
 // Parameter: orthogonal.generators A [H, Dh, Dh].
 // Deliberately not here: grids with one generator per axis (ape_grid.h) and trees (ape_tree.h).
+// Shapes: letters of shape_legend.h; the W in [I, W, ...] is the generator W_h, not the window.
 #pragma once
 
 #include "attention/schemes/ape_common.h"

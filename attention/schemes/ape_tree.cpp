@@ -1,4 +1,6 @@
 // The "ape_tree" scheme (see ape_tree.h).
+// Shapes: letters of shape_legend.h; local: kappa branches, Hs = H (1 with shared_heads), U the
+// unique heap positions of the batch.
 #include "attention/schemes/ape_tree.h"
 
 #include <fmt/format.h>

@@ -26,6 +26,7 @@
 // Parameter: orthogonal.generators A [kappa*H, Dh, Dh] (generator b*H + h) or [kappa, Dh, Dh].
 // Deliberately not here: sequences and grids (ape_sequence.h, ape_grid.h), tree traversal orders
 // and causal masks over trees (the models and datasets decide them).
+// Shapes: letters of shape_legend.h, plus kappa, the branching factor.
 #pragma once
 
 #include "attention/schemes/ape_common.h"

@@ -1,4 +1,5 @@
 // The "learned_absolute" scheme (see learned_absolute.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/learned_absolute.h"
 
 #include <algorithm>

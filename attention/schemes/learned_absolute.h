@@ -14,6 +14,7 @@
 //
 // Parameter: "weight" [P, D]. Deliberately not here: per-axis tables for grids and tree
 // positions (APE's baselines use the flattened index, so do we).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/registry.h"

@@ -1,4 +1,5 @@
 // RelativeEncodingScheme (see relative_encoding.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/relative_encoding.h"
 
 #include <cmath>

@@ -13,6 +13,7 @@
 //
 // Deliberately not here: how E is made (siren_relative.h, transformer_xl.h), span modulation
 // (attention/spans/), trees (relative tables need grid offsets: an error names the positions).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/registry.h"

@@ -1,4 +1,5 @@
 // The "rope" scheme (see rope.h).
+// Shapes: letters of shape_legend.h; P here is the number of pairs, Dh / 2 (not table rows).
 #include "attention/schemes/rope.h"
 
 #include <cmath>

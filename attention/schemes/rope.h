@@ -19,6 +19,7 @@
 // the APE repo's default), base (10000), axes (flat | split). An odd Dh is an Error.
 // State: "theta" [Dh/2], the frequency of each pair. Deliberately not here: rotating only part
 // of the head ("partial rotary"), NTK/YaRN base scaling.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/registry.h"

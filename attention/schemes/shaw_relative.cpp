@@ -1,4 +1,5 @@
 // The "shaw" scheme (see shaw_relative.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/shaw_relative.h"
 
 #include <algorithm>

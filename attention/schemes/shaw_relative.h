@@ -18,6 +18,7 @@
 // Options: window w (16), per_head (false), init_std (rows start N(0, init_std^2), default 1
 // like nn.Embedding). Parameter: "r". Deliberately not here: the value-side term a^V of Shaw et
 // al. and sharing r across layers (models may share one hook as a shared hook).
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/registry.h"

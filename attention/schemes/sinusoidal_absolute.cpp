@@ -1,4 +1,5 @@
 // The "sinusoidal" scheme (see sinusoidal_absolute.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/sinusoidal_absolute.h"
 
 #include <cmath>

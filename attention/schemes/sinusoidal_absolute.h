@@ -14,6 +14,7 @@
 // Option: base (10000). No parameters, no buffers (the table is recomputed per call, in the
 // dtype and on the device of x). Deliberately not here: scaling the token embeddings (models
 // multiply by sqrt(D) themselves if they want to) and any per-axis 2-D sinusoid.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/registry.h"

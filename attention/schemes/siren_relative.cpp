@@ -1,4 +1,5 @@
 // The "siren" scheme (see siren_relative.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/siren_relative.h"
 
 #include <fmt/format.h>

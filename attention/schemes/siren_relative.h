@@ -15,6 +15,7 @@
 //
 // Deliberately not here: the Gaussian span (attention/spans/gaussian_span.h), sharing one encoder
 // across layers, tree positions.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/schemes/relative_encoding.h"

@@ -1,4 +1,5 @@
 // The "t5_bias" scheme (see t5_bias.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/t5_bias.h"
 
 #include <cmath>

@@ -14,6 +14,7 @@
 // Options: buckets (32), max_distance (128), bidirectional (true). Sequences only.
 // Deliberately not here: T5's sharing of one bias across layers (make one hook and pass it to
 // every layer as a shared hook to get that).
+// Shapes: letters of shape_legend.h (the B and M of the bucket formula are local, defined there).
 #pragma once
 
 #include "attention/registry.h"

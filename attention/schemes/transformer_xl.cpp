@@ -1,4 +1,5 @@
 // The "txl_baseline" and "transformer_xl" schemes (see transformer_xl.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/schemes/transformer_xl.h"
 
 #include <fmt/format.h>

@@ -24,6 +24,8 @@
 //
 // Deliberately not here: grids (n > 1 is an error that points to "siren"), segment memory,
 // learned absolute embeddings.
+// Shapes: letters of shape_legend.h; R[p] and W_kR above are the paper's sinusoid and its
+// projection, while R in a shape counts relative entries.
 #pragma once
 
 #include <map>

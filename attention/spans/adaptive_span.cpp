@@ -1,4 +1,5 @@
 // The "adaptive_span" modulator (see adaptive_span.h).
+// Shapes: letters of shape_legend.h; S and Rr are adaptive_span.h's maximum span and ramp.
 #include "attention/spans/adaptive_span.h"
 
 #include <fmt/ranges.h>

@@ -23,6 +23,7 @@
 // (2e-6). 1-D sequences only (a grid or a tree is an Error). Deliberately not here: the learned
 // position term key_pe of the original model (a separate scheme), the cache of previous
 // segments, and the dynamic-span variant (not in the released code).
+// Shapes: letters of shape_legend.h; S here is the maximum span (option max_span), not a grid size.
 #pragma once
 
 #include "attention/registry.h"

@@ -1,4 +1,5 @@
 // The "gaussian_span" modulator (see gaussian_span.h).
+// Shapes: letters of shape_legend.h.
 #include "attention/spans/gaussian_span.h"
 
 #include <fmt/format.h>

@@ -22,6 +22,7 @@
 // positional_logits), min_sigma (1e-3). Parameter: sigma [n] (requires_grad = learn_sigma).
 //
 // Deliberately not here: a span regulariser (posattn has none), per-head sigmas, trees.
+// Shapes: letters of shape_legend.h.
 #pragma once
 
 #include "attention/registry.h"

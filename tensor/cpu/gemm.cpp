@@ -29,6 +29,9 @@
 // What it deliberately does not do: run-time CPU dispatch (the micro-kernel is chosen at compile
 // time, see gemm_microkernel.h), special GEMV kernels for M == 1 or N == 1 (those go through the
 // packed path with padding, or the direct path when small), and multi-socket/NUMA awareness.
+//
+// Sizes are BLAS's names (M x K times K x N; blocks MC, KC, NC; register tile MR x NR), not the
+// letters of shape_legend.h; T is the thread count.
 #include "tensor/cpu/gemm.h"
 
 #include <algorithm>

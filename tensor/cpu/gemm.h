@@ -20,6 +20,8 @@
 //     it runs on the calling thread only, so callers can parallelise over a batch themselves.
 //     Reentrant: its packing buffers are per thread (thread_local, 64-byte aligned, kept for reuse
 //     and freed at thread exit; at most a few MiB per thread).
+//
+// Matrix sizes M, K, N are BLAS's names, not the letters of shape_legend.h.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // CPU index_select / index_add / gather / scatter_add on [outer, n, inner] views, and Philox
 // random fills. Every index is bounds-checked: an out-of-range index is an Error naming it.
+// Shapes: letters of shape_legend.h, except n here: the size of the indexed axis.
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/parallel.h"
 #include "tensor/random.h"

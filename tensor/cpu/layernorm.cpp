@@ -1,6 +1,7 @@
 // CPU LayerNorm over the last axis of a contiguous [rows, D] matrix, forward and backward.
 // Statistics accumulate in double. Backward: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 // with g = dy * weight; dweight = sum_rows(dy * xhat), dbias = sum_rows(dy).
+// Shapes: letters of shape_legend.h.
 #include <cmath>
 #include <vector>
 

@@ -1,5 +1,6 @@
 // CPU reductions over the last axis of a contiguous [rows, R] matrix (the op front-end moves the
 // reduced axes last). Sums accumulate in double for float32 inputs, so long rows stay accurate.
+// Shapes: letters of shape_legend.h, except R here: the length of one row (the reduced axis).
 #include <cmath>
 #include <limits>
 

@@ -1,5 +1,6 @@
 // CPU softmax and log-softmax along the last axis of a contiguous [rows, R] matrix, and their
 // backward. Max-subtracted for stability; a row of all -inf gives zeros (softmax) rather than NaN.
+// Shapes: letters of shape_legend.h, except R here: the length of one row (the softmax axis).
 #include <cmath>
 #include <limits>
 

@@ -9,6 +9,8 @@
 //
 // Plain host arithmetic with no CUDA types, so tests/tensor/test_cuda_host_logic.cpp checks it on
 // the CPU against a reference implementation of cuBLAS's documented semantics.
+// Sizes are BLAS's names (M, K, N for posgrad's operands; m, n, k for cuBLAS's), not the letters
+// of shape_legend.h.
 #pragma once
 
 #include <cstdint>

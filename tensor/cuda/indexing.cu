@@ -4,6 +4,7 @@
 // last bits from run to run); int64 sums are exact. Deliberately not here: a deterministic
 // (sorted) index_add; out-of-range indices are caught by launch_check_indices before any kernel
 // reads through them.
+// Shapes: letters of shape_legend.h, except n, m here: the indexed axis's size and the index count.
 #include "tensor/cuda/device_utils.cuh"
 #include "tensor/philox.h"
 

@@ -4,6 +4,8 @@
 // stream. Keeping Tensor, fmt and the op front-end out of the .cu files keeps nvcc fast and its
 // C++ dialect irrelevant. This file deliberately holds no logic; every launch_* function queues
 // work on `stream` and returns without synchronising unless its comment says otherwise.
+// Shapes: letters of shape_legend.h, except R (the length of one row) and, for the index ops,
+// n and m (the indexed axis's size and the number of indices).
 #pragma once
 
 #include <cuda_runtime_api.h>

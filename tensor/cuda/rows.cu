@@ -5,6 +5,7 @@
 // Accumulation follows tensor/cpu/: float32 sums and LayerNorm statistics accumulate in double,
 // softmax in the input dtype. Deliberately not here: warp-per-row specialisations, Welford
 // variance, fusing softmax with the matmul around it.
+// Shapes: letters of shape_legend.h, except R here: the length of one row.
 #include <climits>
 
 #include "tensor/cuda/allocator.h"
