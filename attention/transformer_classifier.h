@@ -16,7 +16,7 @@ namespace posgrad {
 
 struct TransformerClassifierConfig {
   int64_t vocab = 256;
-  int64_t max_tokens = 256;  // N: size of the position table
+  int64_t max_tokens = 256;  // P: rows of the position table
   int64_t classes = 10;      // C
   int64_t layers = 2;        // L
   TransformerBlockConfig block;
