@@ -1,6 +1,6 @@
 // The README's positional-attention example, checked for what it computes: the output shape, finite
 // values and the span box at init. The README's own copy is compiled and run by the docs test
-// (tests/docs/); this copy of its statements may lag behind it without hiding a drift.
+// (tests/docs/), so a README edit cannot leave a stale example behind; this test has its own copy.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 

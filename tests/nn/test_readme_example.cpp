@@ -1,6 +1,6 @@
 // The README's training example, checked for what it claims: repeating its step a few hundred
 // times learns y = x0 + x1. The README's own copy is compiled and run by the docs test
-// (tests/docs/); this copy of its statements may lag behind it without hiding a drift.
+// (tests/docs/), so a README edit cannot leave a stale example behind; this test has its own copy.
 #include <boost/test/unit_test.hpp>
 
 #include "nn/nn.h"
