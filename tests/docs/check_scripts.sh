@@ -50,6 +50,7 @@ for order in "demo test" "test demo"; do
   repo="$work/${order// /_}"
   mkdir -p "$repo/scripts"
   cp "$src"/scripts/{build,demo,test}.sh "$repo/scripts/"
+  # shellcheck disable=SC2016  # the stand-in expands $* and $LOG when it runs
   printf '#!/usr/bin/env bash\necho "install_deps $*" >> "$LOG"\n' > "$repo/scripts/install_deps.sh"
   chmod +x "$repo"/scripts/*.sh
   position=0
