@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
-# Configures and builds posgrad (Release) into ./build. Extra arguments go to CMake's configure
-# step, e.g. scripts/build.sh -DPOSGRAD_CUDA=OFF
+# Configures posgrad (Release) in ./build and builds every target, or only the ones named with
+# --target. Other arguments go to CMake's configure step. It installs the Debian packages first
+# (scripts/install_deps.sh). A new build folder uses Ninja (or $CMAKE_GENERATOR when set); an
+# existing one keeps the generator it was made with, whichever script or command made it.
+# Compiler launchers come from the environment, as CMake reads them, e.g.
+#   CMAKE_CXX_COMPILER_LAUNCHER=ccache scripts/build.sh
+# Usage: scripts/build.sh [--target NAME]... [CMake arguments, e.g. -DPOSGRAD_CUDA=OFF]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+targets=()
+cmake_args=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --target) [[ $# -ge 2 ]] || { echo "build.sh: --target needs a name" >&2; exit 2; }
+              targets+=(--target "$2"); shift 2 ;;
+    *) cmake_args+=("$1"); shift ;;
+  esac
+done
 scripts/install_deps.sh
-jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
-cmake --build build -j "$jobs"
+generator=()
+if [[ ! -f build/CMakeCache.txt && -z ${CMAKE_GENERATOR:-} ]]; then generator=(-G Ninja); fi
+cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}"
+cmake --build build -j "$(nproc 2>/dev/null || echo 2)" "${targets[@]}"

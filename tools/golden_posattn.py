@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Writes the PyTorch golden files for the posattn classifier tests (tests/attention/test_posattn_golden.cpp).
 
-The model is written here in plain torch from the formulas of the posattn spec
-(/work/shared/specs/posattn.md sections 2-6 and 8.1), not from posgrad's code:
+The model is written here in plain torch from the formulas of the posattn spec (posattn.md
+sections 2-6 and 8.1, outside this repository: see docs/design.md, "Specs cited in the code"),
+not from posgrad's code:
 
   x [B, S0, S1, C] -> [B, N, C] row-major -> input_proj Linear(C, D)
   block (post-LN):  x = norm1(x + attention(x));  x = norm2(x + fc2(relu(fc1(x))))

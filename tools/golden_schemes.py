@@ -2,8 +2,8 @@
 """Writes the PyTorch golden files for the baseline positional schemes and the adaptive span.
 
 Every scheme is written here again, independently, from the formulas of the specs
-(/work/shared/specs/ape.md section 6, adaptive_span.md sections 1-2, Press et al. 2022 for
-ALiBi) with dense per-pair tensors, so that the C++ code (relative tables gathered onto score
+(ape.md section 6, adaptive_span.md sections 1-2: see docs/design.md, "Specs cited in the code";
+Press et al. 2022 for ALiBi) with dense per-pair tensors, so that the C++ code (relative tables gathered onto score
 slots, exact span trimming) is checked against a second, naive implementation. The model is one
 attention layer, in float64:
 
