@@ -40,7 +40,8 @@ NOT_RUN=(
   "/usr/bin/python3 bench/*_torch.py*|a PyTorch twin alone; the bench_* commands run it unless --no-torch"
 )
 
-# Settings appended to a program's documented command so that it runs in seconds.
+# Settings appended to a program's documented training command so that it runs in seconds (not
+# to its eval/sample jobs, --resume or --help).
 declare -A QUICK_ARGS=(
   [count24]="-Dtrain.steps=300"
   [bench_sgemm]="--sizes 128 --reps 1 --no-torch"
@@ -94,6 +95,8 @@ run_command() {
   fi
   local quick=""
   [[ ${POSGRAD_DOCS_AS_WRITTEN:-0} == 1 ]] || quick=${QUICK_ARGS[$program]-}
+  # Jobs that train nothing take no training settings (and --resume refuses any).
+  [[ " $cmd " =~ [[:space:]](eval|sample|--resume|--help)[[:space:]] ]] && quick=""
   local start=$SECONDS
   if (cd "$run_dir" && timeout 900 bash -c "$cmd $quick") > "$log" 2>&1; then
     echo "ran  $where: $cmd${quick:+   [+ $quick]} ($((SECONDS - start)) s)"
