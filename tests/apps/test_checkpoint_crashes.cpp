@@ -17,11 +17,13 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,8 +46,11 @@ namespace {
 
 const fs::path kWriter = fs::path(POSGRAD_BIN_DIR) / "checkpoint_writer";
 
-// Starts the writer (one OpenMP thread) with stdout and stderr going to files; returns its pid.
-pid_t start_writer(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+// Starts the writer (one OpenMP thread) with stderr going to a file and stdout to `out` (a file)
+// or, with `pipes`, stdin and stdout connected to pipes: pipes[0] writes to its stdin, pipes[1]
+// reads its stdout. Returns its pid.
+pid_t start_writer(const std::vector<std::string>& args, const fs::path& out, const fs::path& err,
+                   int* pipes = nullptr) {
   std::vector<std::string> arg_strings{kWriter.string()};
   arg_strings.insert(arg_strings.end(), args.begin(), args.end());
   std::vector<std::string> env_strings;
@@ -57,20 +62,46 @@ pid_t start_writer(const std::vector<std::string>& args, const fs::path& out, co
   argv.push_back(nullptr);
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int in_fd = -1, out_fd = -1;
+  if (pipes) {
+    int to_child[2], from_child[2];
+    BOOST_REQUIRE(::pipe2(to_child, O_CLOEXEC) == 0 && ::pipe2(from_child, O_CLOEXEC) == 0);
+    in_fd = to_child[0];
+    pipes[0] = to_child[1];
+    pipes[1] = from_child[0];
+    out_fd = from_child[1];
+  } else {
+    out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
   const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   BOOST_REQUIRE(out_fd >= 0 && err_fd >= 0);
   const pid_t pid = ::fork();
   BOOST_REQUIRE(pid >= 0);
   if (pid == 0) {  // only async-signal-safe calls until exec
+    if (in_fd >= 0) ::dup2(in_fd, 0);
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
+  if (in_fd >= 0) ::close(in_fd);
   ::close(out_fd);
   ::close(err_fd);
   return pid;
+}
+
+// Reads `fd` up to the first newline (or its end); waits at most 10 s.
+std::string read_line(int fd) {
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  char c = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    if (::read(fd, &c, 1) != 1 || c == '\n') break;
+    line += c;
+  }
+  return line;
 }
 
 // Runs the writer to its end; its exit code (-1 when it did not exit normally).
@@ -110,26 +141,48 @@ std::vector<std::string> leftovers(const fs::path& checkpoints) {
   return names;
 }
 
-// Where in the writer's loop the kill landed, judged from what it left on disk.
-std::string kill_phase(const fs::path& checkpoints, std::optional<int64_t> latest, std::optional<int64_t> best) {
-  bool pointer_tmp = false, partial = false, trash = false;
-  for (const std::string& name : leftovers(checkpoints)) {
-    pointer_tmp |= name.rfind("latest.tmp.", 0) == 0 || name.rfind("best.tmp.", 0) == 0;
-    partial |= name.size() > 8 && name.compare(name.size() - 8, 8, ".partial") == 0;
-    trash |= name.size() > 6 && name.compare(name.size() - 6, 6, ".trash") == 0;
+// Every path under `dir` with its size and modification time: what a trial changed.
+using Listing = std::map<std::string, std::string>;
+Listing listing(const fs::path& dir) {
+  Listing out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string rel = fs::relative(e.path(), dir).string();
+    out[rel] = fmt::format("{} {}", e.is_regular_file() ? static_cast<int64_t>(e.file_size()) : -1,
+                           e.last_write_time().time_since_epoch().count());
   }
-  if (pointer_tmp) return "mid-pointer (latest or best being replaced)";
-  if (partial) return "mid-write of a step folder (step-N.partial)";
-  if (trash) return "mid-removal of an old step folder (step-N.trash)";
-  const std::vector<int64_t> steps = step_folders(checkpoints);
-  for (int64_t s : steps)
-    if (s > latest.value_or(-1) && s != best) return "folder complete, pointer not yet written";
-  if (!latest) return "before the first checkpoint";
+  return out;
+}
+
+// Where in the writer's loop the kill landed, judged from what the trial changed on disk
+// (leftovers of earlier kills stay until the writer's next prune, so only changes count).
+std::string kill_phase(const Listing& before, const Listing& after, std::optional<int64_t> latest,
+                       std::optional<int64_t> best) {
+  if (before == after) return "before its first write (restore, first steps)";
+  std::set<std::string> changed;  // top-level names under which something is new or different
+  for (const auto& [path, stamp] : after) {
+    const auto it = before.find(path);
+    if (it == before.end() || it->second != stamp) changed.insert(path.substr(0, path.find('/')));
+  }
+  auto ends_with = [](const std::string& s, const std::string& end) {
+    return s.size() > end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+  };
+  for (const std::string& name : changed)
+    if (name.rfind("latest.tmp.", 0) == 0 || name.rfind("best.tmp.", 0) == 0)
+      return "mid-pointer (latest or best being replaced)";
+  for (const std::string& name : changed)
+    if (ends_with(name, ".partial")) return "mid-write of a step folder (step-N.partial)";
+  for (const std::string& name : changed)
+    if (ends_with(name, ".trash")) return "mid-removal of an old step folder (step-N.trash)";
+  for (const std::string& name : changed)
+    if (const auto s = step_of_folder_name(name); s && *s > latest.value_or(-1) && s != best)
+      return "folder complete, pointer not yet written";
   // Older folders than latest's previous one and best: pruning had not run yet.
   int64_t kept_older = 0;
-  for (int64_t s : steps) kept_older += s < *latest && s != best;
+  for (const auto& [path, stamp] : after)
+    if (const auto s = step_of_folder_name(path); s && latest && *s < *latest && s != best) ++kept_older;
   if (kept_older > 1) return "pointer written, old folders not yet pruned";
-  return "between saves (training, startup or restore)";
+  return "between saves (a save or best completed)";
 }
 
 // An uninterrupted TinyRun, stepped on demand, remembering each step's parameters and
@@ -214,8 +267,8 @@ void flip_byte(const fs::path& file, double where) {
 BOOST_AUTO_TEST_SUITE(checkpoint_crashes)
 
 BOOST_AUTO_TEST_CASE(sigkill_at_random_moments_never_loses_the_latest_checkpoint) {
-  constexpr int kTrials = 120;
-  constexpr int kMaxDelayMs = 250;  // a save takes ~40-100 ms (about 9 fsyncs), a 6-step cycle 4 saves
+  constexpr int kTrials = 150;
+  constexpr int kMaxDelayMs = 250;  // a save takes ~40-100 ms here (about 9 fsyncs); 6 steps write 4 folders
   std::mt19937 random(20240607);
   std::uniform_int_distribution<int> delay_us(0, kMaxDelayMs * 1000);
   TempDir tmp;
@@ -227,26 +280,56 @@ BOOST_AUTO_TEST_CASE(sigkill_at_random_moments_never_loses_the_latest_checkpoint
   double reap_s = 0, sleep_s = 0;
   const auto started = std::chrono::steady_clock::now();
 
+  // One writer process serves all trials: each "go" forks a child that resumes the run and
+  // writes checkpoints until it is killed (a process start costs ~0.2 s here).
+  int pipes[2] = {-1, -1};
+  const pid_t server = start_writer({"--serve", run_dir.string()}, {}, tmp.path() / "err.txt", pipes);
+  FILE* to_server = ::fdopen(pipes[0], "w");
+  pid_t pid = -1;  // the writer child of the current trial
+  // Should a check stop the test half way, no writer may be left running.
+  struct KillOnExit {
+    pid_t server;
+    const pid_t& child;
+    bool armed = true;
+    ~KillOnExit() {
+      if (!armed) return;
+      if (child > 0) ::kill(child, SIGKILL);
+      ::kill(server, SIGKILL);
+      ::waitpid(server, nullptr, 0);
+    }
+  } kill_on_exit{server, pid};
+  BOOST_REQUIRE(to_server != nullptr);
+
   for (int trial = 0; trial < kTrials; ++trial) {
-    // Kill the writer at a random moment.
-    const pid_t pid = start_writer({run_dir.string()}, tmp.path() / "out.txt", tmp.path() / "err.txt");
+    const Listing before = listing(checkpoints);
+    // Kill a writer child at a random moment after it restored the run (so that the delays fall
+    // in its loop).
+    std::fputs("go\n", to_server);
+    std::fflush(to_server);
+    pid = -1;
+    std::string restored_line;
+    for (int lines = 0; lines < 2; ++lines) {  // "pid P" and "restored step N", in either order
+      const std::string line = read_line(pipes[1]);
+      if (line.rfind("pid ", 0) == 0) pid = std::stoi(line.substr(4));
+      else restored_line = line;
+    }
+    BOOST_REQUIRE_MESSAGE(pid > 0, "trial " << trial << ": no pid from the writer; stderr: " << read_text(tmp.path() / "err.txt"));
+    BOOST_TEST(restored_line.rfind("restored step ", 0) == 0, "trial " << trial << ": " << restored_line);
     const int delay = delay_us(random);
     sleep_s += delay * 1e-6;
     std::this_thread::sleep_for(std::chrono::microseconds(delay));
     const auto kill_at = std::chrono::steady_clock::now();
     ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    const auto reaped = std::chrono::steady_clock::now();
-    reap_s += std::chrono::duration<double>(reaped - kill_at).count();
-    BOOST_REQUIRE_MESSAGE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-                          "trial " << trial << ": the writer ended by itself: " << read_text(tmp.path() / "err.txt"));
-    // The previous kill never forced the writer to fall back: what `latest` named loaded.
+    const std::string ended = read_line(pipes[1]);  // the server reaped it: it is gone
+    reap_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - kill_at).count();
+    BOOST_REQUIRE_MESSAGE(ended == "ended 9", "trial " << trial << ": the writer ended by itself (" << ended
+                                                       << "): " << read_text(tmp.path() / "err.txt"));
+    // No kill ever forced a writer to fall back: what `latest` named loaded.
     BOOST_TEST(read_text(tmp.path() / "err.txt") == "", "trial " << trial);
 
     const auto latest = fs::exists(checkpoints) ? pointer_step(checkpoints, "latest") : std::nullopt;
     const auto best = fs::exists(checkpoints) ? pointer_step(checkpoints, "best") : std::nullopt;
-    ++phases[fs::exists(checkpoints) ? kill_phase(checkpoints, latest, best) : "before the first checkpoint"];
+    ++phases[kill_phase(before, listing(checkpoints), latest, best)];
     if (!latest) continue;
     BOOST_TEST(*latest >= last_latest, "trial " << trial << ": latest went back from " << last_latest);
     last_latest = *latest;
@@ -297,8 +380,15 @@ BOOST_AUTO_TEST_CASE(sigkill_at_random_moments_never_loses_the_latest_checkpoint
     reference.forget_before(std::max<int64_t>(0, *latest - 12));
   }
 
+  pid = -1;
+  std::fclose(to_server);  // the server's stdin ends: it exits
+  int status = 0;
+  ::waitpid(server, &status, 0);
+  kill_on_exit.armed = false;
+  ::close(pipes[1]);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  BOOST_TEST_MESSAGE("kill test: " << kTrials << " SIGKILLs after 0.." << kMaxDelayMs << " ms (seed 20240607), "
+  BOOST_TEST_MESSAGE("kill test: " << kTrials << " SIGKILLs 0.." << kMaxDelayMs << " ms after the writer restored the run (seed 20240607), "
                      << seconds << " s (" << sleep_s << " s waiting to kill, " << reap_s << " s until the killed writer was gone); run reached step " << last_latest << "; fallbacks checked " << fallbacks
                      << " (none possible " << no_fallback_possible << ")");
   int total = 0;
@@ -310,6 +400,7 @@ BOOST_AUTO_TEST_CASE(sigkill_at_random_moments_never_loses_the_latest_checkpoint
   BOOST_TEST(last_latest > 0);
   // The kills must have hit the interesting moments, not only the gaps between saves.
   BOOST_TEST(phases["mid-write of a step folder (step-N.partial)"] >= 10);
+  BOOST_TEST(phases["mid-pointer (latest or best being replaced)"] >= 1);
 }
 
 BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_save_with_one_error_and_keeps_the_previous_checkpoint) {
