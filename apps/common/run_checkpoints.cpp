@@ -8,6 +8,9 @@
 #include <set>
 #include <vector>
 
+#include <fcntl.h>
+#include <stdio.h>  // renameat2, RENAME_EXCHANGE (glibc 2.28)
+
 #include <fmt/format.h>
 
 #include "apps/common/run_dir.h"
@@ -98,10 +101,20 @@ void RunCheckpoints::write_step(const TrainingPosition& at) {
     fs::remove_all(partial, ec);
     fail("cannot save the checkpoint of step {} in '{}': {}", at.step, dir_.string(), e.what());
   }
-  // Saving a step again (or over a folder a crash left unnamed by any pointer): the old folder
-  // goes first. A crash between the two renames leaves the name missing for a moment; restore
-  // then falls back to the previous checkpoint.
-  if (fs::exists(folder, ec)) remove_step_folder(folder);
+  // Saving a step again (a second save of one step, a best found at a step a killed run had
+  // saved, a folder a crash left unnamed by any pointer): the two folders swap names in one
+  // atomic rename, so a pointer to step-<N> never dangles, and the old one is removed. Where the
+  // filesystem cannot swap, the old folder goes first: a crash between the two renames leaves
+  // the name missing for a moment, and restore falls back to the previous checkpoint.
+  if (fs::exists(folder, ec)) {
+    if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, folder.c_str(), RENAME_EXCHANGE) == 0) {
+      sync_directory(dir_);
+      remove_step_folder(partial);  // now the old checkpoint
+      last_written_ = at.step;
+      return;
+    }
+    remove_step_folder(folder);
+  }
   fs::rename(partial, folder, ec);
   if (ec) fail("cannot save the checkpoint of step {}: renaming '{}' to '{}' failed: {}", at.step, partial.string(),
                folder.string(), ec.message());
@@ -228,19 +241,30 @@ TrainingPosition RunCheckpoints::restore_latest() {
     fmt::print(stderr, "resume: '{}' has no 'latest' file; trying the step folders, newest first\n", dir_.string());
   }
 
+  std::set<fs::path> failed;
   for (const fs::path& folder : candidates) {
+    TrainingPosition at;
     try {
-      const TrainingPosition at = restore_from(folder);
-      if (folder != named) {
-        fmt::print(stderr, "resume: restored '{}' (step {}) instead of the latest checkpoint\n", folder.string(),
-                   at.step);
-        point("latest", at.step);
-      }
-      return at;
+      at = restore_from(folder);
     } catch (const Error& e) {
       tried.push_back(fmt::format("'{}': {}", folder.string(), e.what()));
       fmt::print(stderr, "resume: checkpoint '{}' does not load: {}\n", folder.string(), e.what());
+      failed.insert(folder);
+      continue;
     }
+    if (folder != named) {
+      fmt::print(stderr, "resume: restored '{}' (step {}) instead of the latest checkpoint\n", folder.string(),
+                 at.step);
+      point("latest", at.step);
+    }
+    // The fallback until the next save: the newest older folder not found broken just now (a
+    // step-<N> folder is complete by construction; it is verified when it is loaded).
+    for (const auto& [step, path] : others)
+      if (step < at.step && !failed.count(path)) {
+        previous_step_ = step;
+        break;
+      }
+    return at;
   }
   std::string list;
   for (const std::string& t : tried) list += "\n  " + t;

@@ -7,10 +7,12 @@
 // A step folder is written as step-<N>.partial/ (each file fsynced), then renamed to step-<N>
 // and the rename fsynced, and only then is `latest` (or `best`) pointed at it: a folder named
 // step-<N> is always complete, and a crash at any moment leaves `latest` naming a complete one
-// (or no `latest` before the first save). After each save the step folders other than latest,
-// the previous latest and best are removed (renamed to step-<N>.trash first, so no half-deleted
-// folder keeps a step name), with leftovers of a crash (*.partial, *.trash, pointer temporaries):
-// a run holds at most three step folders (four while saving).
+// (or no `latest` before the first save). Saving a step whose folder exists swaps the two
+// folders in one rename (RENAME_EXCHANGE), so a pointer never names a missing folder. After each
+// save the step folders other than latest, the previous one (the latest before it; after a
+// restore, the newest older folder) and best are removed (renamed to step-<N>.trash first, so no
+// half-deleted folder keeps a step name), with leftovers of a crash (*.partial, *.trash, pointer
+// temporaries): a run holds at most three step folders (four while saving).
 //
 // restore_latest() loads the folder `latest` names. When that fails (no `latest` file, a corrupt
 // pointer, a missing folder, a checksum error, files that disagree, tensors that do not fit the

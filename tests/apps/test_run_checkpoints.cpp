@@ -254,6 +254,30 @@ BOOST_AUTO_TEST_CASE(restore_throws_listing_every_folder_when_none_loads) {
               {"does not fit this run", "step-000000006", "step-000000004"});
 }
 
+BOOST_AUTO_TEST_CASE(after_a_restore_the_next_newest_folder_stays_the_fallback) {
+  TempDir tmp;
+  std::vector<double> losses;
+  three_checkpoints(tmp.path() / "run", losses);
+  const fs::path dir = tmp.path() / "run" / "checkpoints";
+  Trainer second;
+  RunDir reopened(tmp.path() / "run", ExistingRun::Append);
+  RunCheckpoints ckpt(reopened, second.model, second.opt, second.gen, {.metric = "m", .higher_is_better = true});
+  TrainingPosition at = ckpt.restore_latest();
+  BOOST_TEST(at.step == 6);
+  // A best-only folder prunes: latest (6), best (7) and the fallback (4) stay.
+  second.step();
+  at.step = 7;
+  BOOST_TEST(ckpt.offer_best(at, 1.0));
+  BOOST_TEST(step_folders(dir) == std::vector<std::string>({"step-000000004", "step-000000006", "step-000000007"}));
+  // Saving step 7 again swaps the folder in place: `best` never names a missing folder, and
+  // the new contents are there.
+  at.extra = nlohmann::json::object({{"again", true}});
+  ckpt.save(at);
+  BOOST_TEST(step_folders(dir) == std::vector<std::string>({"step-000000006", "step-000000007"}));
+  BOOST_TEST(ckpt.best_path() == dir / "step-000000007");
+  BOOST_TEST(load_checkpoint(dir / "step-000000007").extra_json.find("again") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_failed_save_leaves_latest_and_its_folder_alone) {
   // A file-size limit makes write() fail with EFBIG part way through the model file, as a full
   // disk would (the limit binds root too; SIGXFSZ ignored so write() returns the error).
