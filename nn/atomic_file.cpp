@@ -64,15 +64,23 @@ void write_file_atomically(const fs::path& path, std::string_view bytes) {
     fail("cannot write '{}': renaming '{}' over it failed: {}", path.string(), tmp.path.string(),
          errno_text(errno));
   tmp.committed = true;
-  // Make the rename itself durable. Some filesystems cannot fsync a directory (EINVAL): the file
-  // is complete and in place then, so that is not an error.
+  // Make the rename itself durable.
+  try {
+    sync_directory(dir);
+  } catch (const Error& e) {
+    fail("wrote '{}' but {}", path.string(), e.what());
+  }
+}
+
+void sync_directory(const fs::path& dir) {
+  // Some filesystems cannot fsync a directory (EINVAL): the entries are in place then, so that is
+  // not an error.
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) fail("wrote '{}' but cannot open its directory to fsync it: {}", path.string(), errno_text(errno));
+  if (dfd < 0) fail("cannot open the directory '{}' to fsync it: {}", dir.string(), errno_text(errno));
   const int rc = ::fsync(dfd);
   const int err = errno;
   ::close(dfd);
-  if (rc != 0 && err != EINVAL)
-    fail("wrote '{}' but fsync of its directory failed: {}", path.string(), errno_text(err));
+  if (rc != 0 && err != EINVAL) fail("fsync of the directory '{}' failed: {}", dir.string(), errno_text(err));
 }
 
 std::string read_file_bytes(const fs::path& path) {

@@ -8,6 +8,10 @@
 //
 // read_file_bytes(path): the whole file, or an Error naming the path and the system error.
 //
+// sync_directory(dir): fsyncs a directory, so that a rename or a new entry in it survives a
+// power loss (write_file_atomically does this for its own file). Filesystems that cannot fsync a
+// directory (EINVAL) are not an error; anything else throws naming the directory.
+//
 // Deliberately not here: creating directories, locking, keeping backups, streaming writes
 // (callers build the bytes in memory; our checkpoints are small enough), and two writers of the
 // same path from one process at the same time (they would share the temporary name).
@@ -22,5 +26,7 @@ namespace posgrad {
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
 std::string read_file_bytes(const std::filesystem::path& path);
+
+void sync_directory(const std::filesystem::path& dir);
 
 }  // namespace posgrad

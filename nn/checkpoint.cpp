@@ -1,4 +1,4 @@
-// Training checkpoints: see checkpoint.h for the layout.
+// Training checkpoints: see checkpoint.h for the layout and the checksums.
 #include "nn/checkpoint.h"
 
 #include <cerrno>
@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "nn/atomic_file.h"
 
@@ -20,9 +21,26 @@ constexpr const char* kModelFile = "model.safetensors";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
 constexpr const char* kStateFile = "state.json";
 constexpr const char* kHyperPrefix = "hyper.";
+constexpr const char* kChecksumKey = "crc32";
+constexpr int64_t kVersion = 2;
 
 // Shortest text that parses back to exactly `v`.
 std::string exact(double v) { return fmt::format("{}", v); }
+
+// zlib's CRC-32 of `bytes` as 8 lowercase hex digits.
+std::string crc32_hex(std::string_view bytes) {
+  uLong crc = ::crc32_z(0L, Z_NULL, 0);
+  crc = ::crc32_z(crc, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size());
+  return fmt::format("{:08x}", static_cast<uint32_t>(crc));
+}
+
+// The checksum state.json records of itself: of its compact text without the checksum key.
+// nlohmann writes integers exactly and doubles in shortest round-trip form, so parsing and
+// dumping again gives the same text.
+std::string state_checksum(json state) {
+  state.erase(kChecksumKey);
+  return crc32_hex(state.dump());
+}
 
 double parse_double(const std::string& text, const std::string& what, const fs::path& file) {
   double v = 0;
@@ -46,19 +64,26 @@ const std::string& meta(const SafetensorsContents& c, const std::string& key, co
   return it->second;
 }
 
-}  // namespace
+std::string encode_or_fail(const fs::path& path, const NamedTensors& tensors,
+                           const std::map<std::string, std::string>& metadata) {
+  try {
+    return encode_safetensors(tensors, metadata);
+  } catch (const Error& e) {
+    fail("cannot save '{}': {}", path.string(), e.what());
+  }
+}
 
-void save_optimizer_state(const fs::path& path, const OptimizerState& state, int64_t step) {
+std::string encode_optimizer_state(const fs::path& path, const OptimizerState& state, int64_t step) {
   std::map<std::string, std::string> metadata;
   metadata["format"] = "posgrad-optimizer";
   metadata["kind"] = state.kind;
   metadata["step"] = std::to_string(step);
   for (const auto& [k, v] : state.hyper) metadata[kHyperPrefix + k] = exact(v);
-  save_safetensors(path, state.tensors, metadata);
+  return encode_or_fail(path, state.tensors, metadata);
 }
 
-OptimizerState load_optimizer_state(const fs::path& path, int64_t* step) {
-  const SafetensorsContents c = load_safetensors(path);
+OptimizerState decode_optimizer_state(std::string_view bytes, const fs::path& path, int64_t* step) {
+  const SafetensorsContents c = decode_safetensors(bytes, path.string());
   if (meta(c, "format", path) != "posgrad-optimizer")
     fail("checkpoint file '{}': not a posgrad optimizer file (format '{}')", path.string(), meta(c, "format", path));
   OptimizerState state;
@@ -69,6 +94,22 @@ OptimizerState load_optimizer_state(const fs::path& path, int64_t* step) {
   state.tensors = c.tensors;
   if (step) *step = parse_int(meta(c, "step", path), "metadata 'step'", path);
   return state;
+}
+
+// Writes `bytes` to dir/name and returns what state.json records of it.
+json write_recorded(const fs::path& dir, const char* name, const std::string& bytes) {
+  write_file_atomically(dir / name, bytes);
+  return json{{"bytes", bytes.size()}, {"crc32", crc32_hex(bytes)}};
+}
+
+}  // namespace
+
+void save_optimizer_state(const fs::path& path, const OptimizerState& state, int64_t step) {
+  write_file_atomically(path, encode_optimizer_state(path, state, step));
+}
+
+OptimizerState load_optimizer_state(const fs::path& path, int64_t* step) {
+  return decode_optimizer_state(read_file_bytes(path), path, step);
 }
 
 void save_checkpoint(const fs::path& dir, const Checkpoint& ckpt) {
@@ -85,18 +126,22 @@ void save_checkpoint(const fs::path& dir, const Checkpoint& ckpt) {
   fs::create_directories(dir, ec);
   if (ec) fail("save_checkpoint: cannot create the directory '{}': {}", dir.string(), ec.message());
 
-  save_safetensors(dir / kModelFile, ckpt.model,
-                   {{"format", "posgrad-model"}, {"step", std::to_string(ckpt.step)}});
-  save_optimizer_state(dir / kOptimizerFile, ckpt.optimizer, ckpt.step);
+  json files;
+  files[kModelFile] = write_recorded(
+      dir, kModelFile,
+      encode_or_fail(dir / kModelFile, ckpt.model, {{"format", "posgrad-model"}, {"step", std::to_string(ckpt.step)}}));
+  files[kOptimizerFile] =
+      write_recorded(dir, kOptimizerFile, encode_optimizer_state(dir / kOptimizerFile, ckpt.optimizer, ckpt.step));
 
   json state;
   state["format"] = "posgrad-checkpoint";
-  state["version"] = 1;
+  state["version"] = kVersion;
   state["step"] = ckpt.step;
   state["rng"] = {{"seed", ckpt.rng_seed}, {"offset", ckpt.rng_offset}};
   state["optimizer"] = ckpt.optimizer.kind;
-  state["files"] = {kModelFile, kOptimizerFile};
+  state["files"] = std::move(files);
   state["extra"] = std::move(extra);
+  state[kChecksumKey] = state_checksum(state);
   write_file_atomically(dir / kStateFile, state.dump(2) + "\n");
 }
 
@@ -106,7 +151,7 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   try {
     state = json::parse(read_file_bytes(state_path));
   } catch (const nlohmann::json::exception& e) {
-    fail("checkpoint file '{}': not valid JSON ({})", state_path.string(), e.what());
+    fail("checkpoint file '{}' is corrupt: not valid JSON (truncated?): {}", state_path.string(), e.what());
   }
   auto field = [&](const json& obj, const char* key, auto check, const char* type) -> const json& {
     if (!obj.is_object() || !obj.contains(key) || !check(obj[key]))
@@ -120,8 +165,37 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   if (field(state, "format", is_str, "a string").get<std::string>() != "posgrad-checkpoint")
     fail("checkpoint file '{}': not a posgrad checkpoint (format '{}')", state_path.string(),
          state["format"].get<std::string>());
-  if (field(state, "version", is_int, "an integer").get<int64_t>() != 1)
-    fail("checkpoint file '{}': unsupported version {}", state_path.string(), state["version"].dump());
+  const int64_t version = field(state, "version", is_int, "an integer").get<int64_t>();
+  if (version == 1)
+    fail("checkpoint file '{}': version 1 checkpoints carry no checksums and cannot be verified; "
+         "this build reads version {}", state_path.string(), kVersion);
+  if (version != kVersion) fail("checkpoint file '{}': unsupported version {}", state_path.string(), state["version"].dump());
+  const std::string recorded = field(state, kChecksumKey, is_str, "a string").get<std::string>();
+  const std::string actual = state_checksum(state);
+  if (actual != recorded)
+    fail("checkpoint file '{}' is corrupt: its contents have CRC-32 {} but it records {} (changed bytes?)",
+         state_path.string(), actual, recorded);
+
+  // The tensor files: each must be exactly the bytes state.json recorded.
+  const json& files = field(state, "files", is_obj, "an object");
+  auto verified_bytes = [&](const char* name) {
+    const json& record = field(files, name, is_obj, "an object");
+    const uint64_t size = field(record, "bytes", is_uint, "a non-negative integer").get<uint64_t>();
+    const std::string crc = field(record, "crc32", is_str, "a string").get<std::string>();
+    const fs::path path = dir / name;
+    std::string bytes = read_file_bytes(path);
+    if (bytes.size() != size)
+      fail("checkpoint file '{}' is corrupt: it is {} bytes but {} recorded {} ({})", path.string(), bytes.size(),
+           kStateFile, size, bytes.size() < size ? "truncated?" : "appended to?");
+    const std::string got = crc32_hex(bytes);
+    if (got != crc)
+      fail("checkpoint file '{}' is corrupt: its CRC-32 is {} but {} recorded {} (changed bytes?)", path.string(), got,
+           kStateFile, crc);
+    return bytes;
+  };
+  const fs::path model_path = dir / kModelFile, optimizer_path = dir / kOptimizerFile;
+  const std::string model_bytes = verified_bytes(kModelFile);
+  const std::string optimizer_bytes = verified_bytes(kOptimizerFile);
 
   Checkpoint ckpt;
   ckpt.step = field(state, "step", is_int, "an integer").get<int64_t>();
@@ -131,12 +205,10 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   const std::string kind = field(state, "optimizer", is_str, "a string").get<std::string>();
   ckpt.extra_json = field(state, "extra", is_obj, "an object").dump();
 
-  const fs::path model_path = dir / kModelFile;
-  SafetensorsContents model = load_safetensors(model_path);
+  SafetensorsContents model = decode_safetensors(model_bytes, model_path.string());
   const int64_t model_step = parse_int(meta(model, "step", model_path), "metadata 'step'", model_path);
   int64_t optimizer_step = 0;
-  const fs::path optimizer_path = dir / kOptimizerFile;
-  ckpt.optimizer = load_optimizer_state(optimizer_path, &optimizer_step);
+  ckpt.optimizer = decode_optimizer_state(optimizer_bytes, optimizer_path, &optimizer_step);
   if (model_step != ckpt.step || optimizer_step != ckpt.step)
     fail("checkpoint '{}' is inconsistent (a save was interrupted?): {} is from step {}, {} from step {}, {} "
          "from step {}", dir.string(), kStateFile, ckpt.step, kModelFile, model_step, kOptimizerFile, optimizer_step);

@@ -1,12 +1,24 @@
 // RunCheckpoints: the checkpoints of one training run, kept so that a killed run continues
 // exactly (--resume) and the best model is never lost. In <run>/checkpoints/:
 //   step-<N>/   one complete checkpoint at optimizer step N (nn/checkpoint.h: model, optimizer,
-//               state.json with the generator state and the TrainingPosition)
+//               state.json with the generator state, the TrainingPosition and the checksums)
 //   latest      one line naming the newest complete step-<N>, replaced atomically after it
 //   best        the same for the checkpoint with the best value of the run's metric
-// A crash while a step folder is written leaves `latest` naming the previous one, so --resume
-// never reads half a checkpoint. Step folders that neither pointer names are removed after each
-// save: a run holds at most two (three while saving).
+// A step folder is written as step-<N>.partial/ (each file fsynced), then renamed to step-<N>
+// and the rename fsynced, and only then is `latest` (or `best`) pointed at it: a folder named
+// step-<N> is always complete, and a crash at any moment leaves `latest` naming a complete one
+// (or no `latest` before the first save). Saving a step whose folder exists swaps the two
+// folders in one rename (RENAME_EXCHANGE), so a pointer never names a missing folder. After each
+// save the step folders other than latest, the previous one (the latest before it; after a
+// restore, the newest older folder) and best are removed (renamed to step-<N>.trash first, so no
+// half-deleted folder keeps a step name), with leftovers of a crash (*.partial, *.trash, pointer
+// temporaries): a run holds at most three step folders (four while saving).
+//
+// restore_latest() loads the folder `latest` names. When that fails (no `latest` file, a corrupt
+// pointer, a missing folder, a checksum error, files that disagree, tensors that do not fit the
+// model) it says so on stderr, naming the file and the problem, and tries the other step folders,
+// newest first; it throws, listing every folder it tried and why, only when none loads. After a
+// fallback `latest` is pointed at the folder it restored.
 //
 //   RunCheckpoints ckpt(run, model, optimizer, gen, {.metric = "test_accuracy"});
 //   TrainingPosition at = request.resume ? ckpt.restore_latest() : TrainingPosition{};
@@ -18,8 +30,8 @@
 // step counts, the generator (seed and offset) and where the data order stood (epoch, batch);
 // apps put anything else in TrainingPosition::extra.
 //
-// Deliberately does not: decide when to save (the app's loop does), average checkpoints, or
-// keep more than latest and best.
+// Deliberately does not: decide when to save (the app's loop does), average checkpoints, keep
+// more than latest, the previous one and best, or guard against two processes writing one run.
 #pragma once
 
 #include <cstdint>
@@ -61,13 +73,17 @@ class RunCheckpoints {
   RunCheckpoints(const RunDir& run, Module& model, Optimizer& optimizer, Generator& generator)
       : RunCheckpoints(run, model, optimizer, generator, Options{"", true}) {}
 
-  // Writes step-<at.step>/ and points `latest` at it.
+  // Writes step-<at.step>/ and points `latest` at it. Throws Error naming the file that could not
+  // be written (a full disk, a file-size limit); `latest` and the folders it kept are untouched
+  // then.
   void save(const TrainingPosition& at);
   // When `value` beats the best so far, points `best` at step-<at.step> (saving it first unless
   // save() just wrote it) and returns true. Non-finite values never win.
   bool offer_best(const TrainingPosition& at, double value);
-  // Loads `latest` into the model, optimizer and generator, and returns its position. Throws
-  // posgrad::Error naming the folder when there is no checkpoint or it does not load.
+  // Loads `latest` into the model, optimizer and generator, and returns its position; falls back
+  // to the newest other step folder that loads (see above). Throws posgrad::Error naming the
+  // folder when there is no checkpoint, or listing each folder tried and its problem when none
+  // loads (the model and optimizer may then hold a partial load).
   TrainingPosition restore_latest();
 
   // The folders `latest` and `best` name; empty when none was written yet.
@@ -80,6 +96,7 @@ class RunCheckpoints {
   void write_step(const TrainingPosition& at);
   void point(const char* pointer, int64_t step);
   void prune();
+  TrainingPosition restore_from(const std::filesystem::path& folder);
 
   std::filesystem::path dir_;
   Module& model_;
@@ -88,10 +105,15 @@ class RunCheckpoints {
   Options options_;
   std::optional<double> best_;
   int64_t best_step_ = -1;
-  int64_t last_written_ = -1;
+  int64_t last_written_ = -1;   // the step folder save() or offer_best() wrote last
+  int64_t latest_step_ = -1;    // what `latest` names, as this object last wrote or restored it
+  int64_t previous_step_ = -1;  // the latest before that: kept as the fallback
 };
 
 // The checkpoint folder name of a step: "step-000001200".
 std::string step_folder_name(int64_t step);
+// The step of a complete folder's name ("step-000001200" -> 1200); nullopt for any other name
+// (step-<N>.partial, step-<N>.trash, latest, ...).
+std::optional<int64_t> step_of_folder_name(const std::string& name);
 
 }  // namespace posgrad::apps

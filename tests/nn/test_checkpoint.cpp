@@ -1,11 +1,13 @@
-// Checkpoints: a resumed run continues bit-identically, and broken checkpoint directories are
-// named errors.
+// Checkpoints: a resumed run continues bit-identically, broken checkpoint directories are named
+// errors, and truncated or bit-flipped files are caught by the checksums state.json records.
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "autograd/functions.h"
 #include "nn/adam.h"
@@ -137,10 +139,11 @@ BOOST_AUTO_TEST_CASE(broken_checkpoints_are_named_errors) {
   ckpt.model = {{"p", p.value()}};
   ckpt.optimizer = opt.state();
 
-  // Torn: model.safetensors from a later save than the rest.
+  // Torn: model.safetensors from a later save than the rest. Its bytes differ from the ones
+  // state.json recorded, so the checksum catches it first.
   save_checkpoint(dir.path() / "torn", ckpt);
   save_safetensors(dir.path() / "torn" / "model.safetensors", ckpt.model, {{"format", "posgrad-model"}, {"step", "6"}});
-  expect_error(dir.path() / "torn", "model.safetensors from step 6");
+  expect_error(dir.path() / "torn", "model.safetensors' is corrupt: its CRC-32");
 
   // A missing file.
   save_checkpoint(dir.path() / "missing", ckpt);
@@ -150,14 +153,17 @@ BOOST_AUTO_TEST_CASE(broken_checkpoints_are_named_errors) {
   // state.json that is not JSON, or lacks a field.
   save_checkpoint(dir.path() / "badjson", ckpt);
   write_text(dir.path() / "badjson" / "state.json", "{ not json");
-  expect_error(dir.path() / "badjson", "state.json");
-  write_text(dir.path() / "badjson" / "state.json", R"({"format": "posgrad-checkpoint", "version": 1})");
-  expect_error(dir.path() / "badjson", "'step' is missing");
+  expect_error(dir.path() / "badjson", "state.json' is corrupt: not valid JSON");
+  write_text(dir.path() / "badjson" / "state.json", R"({"format": "posgrad-checkpoint", "version": 2})");
+  expect_error(dir.path() / "badjson", "'crc32' is missing");
+  // A version 1 checkpoint (before checksums) cannot be verified.
+  write_text(dir.path() / "badjson" / "state.json", R"({"format": "posgrad-checkpoint", "version": 1, "step": 5})");
+  expect_error(dir.path() / "badjson", "version 1 checkpoints carry no checksums");
 
-  // A corrupt tensor file inside: the safetensors error names it.
+  // A tensor file replaced by two bytes: its size gives it away.
   save_checkpoint(dir.path() / "corrupt", ckpt);
   write_text(dir.path() / "corrupt" / "model.safetensors", "xx");
-  expect_error(dir.path() / "corrupt", "model.safetensors");
+  expect_error(dir.path() / "corrupt", "model.safetensors' is corrupt: it is 2 bytes");
 
   // No checkpoint there at all.
   expect_error(dir.path() / "nothing", "state.json");
@@ -167,6 +173,124 @@ BOOST_AUTO_TEST_CASE(broken_checkpoints_are_named_errors) {
   BOOST_CHECK_THROW(save_checkpoint(dir.path() / "x", ckpt), Error);
   ckpt.extra_json = "{oops";
   BOOST_CHECK_THROW(save_checkpoint(dir.path() / "x", ckpt), Error);
+}
+
+namespace {
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A small checkpoint whose tensor files have data worth corrupting.
+Checkpoint sample_checkpoint() {
+  Generator gen(5);
+  Variable w(normal({6, 5}, 0, 1, gen), true), b(normal({5}, 0, 1, gen), true);
+  Adam opt({w, b});
+  w.set_grad(Tensor::ones({6, 5}));
+  b.set_grad(Tensor::ones({5}));
+  opt.step();
+  Checkpoint ckpt;
+  ckpt.step = 1;
+  ckpt.model = {{"w", w.value()}, {"b", b.value()}};
+  ckpt.optimizer = opt.state();
+  ckpt.rng_seed = 5;
+  ckpt.rng_offset = 123456;
+  ckpt.extra_json = R"({"epoch": 3, "note": "caf\u00e9", "loss": 0.1})";
+  return ckpt;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(state_json_records_the_size_and_crc32_of_each_file_and_of_itself) {
+  TempDir dir;
+  save_checkpoint(dir.path(), sample_checkpoint());
+  const auto state = nlohmann::ordered_json::parse(read_bytes(dir.path() / "state.json"));
+  BOOST_TEST(state["version"] == 2);
+  for (const char* name : {"model.safetensors", "optimizer.safetensors"}) {
+    const std::string bytes = read_bytes(dir.path() / name);
+    const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()));
+    BOOST_TEST(state["files"][name]["bytes"].get<uint64_t>() == bytes.size(), name);
+    BOOST_TEST(state["files"][name]["crc32"].get<std::string>() == fmt::format("{:08x}", crc), name);
+  }
+  // Its own checksum: of the compact text of the document without the "crc32" key.
+  auto body = state;
+  body.erase("crc32");
+  const std::string text = body.dump();
+  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size()));
+  BOOST_TEST(state["crc32"].get<std::string>() == fmt::format("{:08x}", crc));
+  BOOST_TEST(load_checkpoint(dir.path()).extra_json == R"({"epoch":3,"note":"café","loss":0.1})");
+}
+
+BOOST_AUTO_TEST_CASE(every_single_bit_flip_and_every_truncation_is_caught_naming_the_file) {
+  // Flip one bit of every byte of each file (bit `offset % 8`), and cut each file at sampled
+  // lengths: load_checkpoint must refuse each, naming the file.
+  TempDir dir;
+  const fs::path ckpt_dir = dir.path() / "c";
+  save_checkpoint(ckpt_dir, sample_checkpoint());
+  int flips = 0, truncations = 0;
+  for (const char* name : {"model.safetensors", "optimizer.safetensors", "state.json"}) {
+    const fs::path file = ckpt_dir / name;
+    const std::string good = read_bytes(file);
+    // Every byte of the tensor files (data included: safetensors validation alone cannot see a
+    // flipped data bit); state.json every byte too.
+    for (size_t at = 0; at < good.size(); ++at) {
+      // In place (no truncation, which on ext4 flushes the file at close: slow).
+      auto put = [&](char c) {
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(at));
+        f.put(c);
+      };
+      put(static_cast<char>(good[at] ^ (1 << (at % 8))));
+      try {
+        load_checkpoint(ckpt_dir);
+        BOOST_ERROR(name << ": a flip of bit " << at % 8 << " of byte " << at << " loaded");
+      } catch (const Error& e) {
+        if (std::string(e.what()).find(file.string()) == std::string::npos)
+          BOOST_ERROR(name << " byte " << at << ": the error does not name the file: " << e.what());
+      }
+      put(good[at]);
+      ++flips;
+    }
+    // state.json's checksum covers its JSON content, not its layout: cutting only its final
+    // newline loses nothing and loads (checked below); one byte more is caught.
+    const bool is_state = std::string(name) == "state.json";
+    const size_t last_cut = is_state ? good.size() - 2 : good.size() - 1;
+    for (size_t length : {size_t{0}, size_t{1}, size_t{8}, good.size() / 2, last_cut}) {
+      write_text(file, good.substr(0, length));
+      try {
+        load_checkpoint(ckpt_dir);
+        BOOST_ERROR(name << " cut to " << length << " bytes loaded");
+      } catch (const Error& e) {
+        BOOST_TEST(std::string(e.what()).find(file.string()) != std::string::npos, e.what());
+        BOOST_TEST(std::string(e.what()).find("corrupt") != std::string::npos, e.what());
+      }
+      ++truncations;
+    }
+    if (is_state) {
+      BOOST_REQUIRE(good.back() == '\n');
+      write_text(file, good.substr(0, good.size() - 1));
+      BOOST_CHECK_NO_THROW(load_checkpoint(ckpt_dir));
+    }
+    write_text(file, good);
+    BOOST_CHECK_NO_THROW(load_checkpoint(ckpt_dir));
+  }
+  BOOST_TEST_MESSAGE(flips << " single-bit flips and " << truncations << " truncations refused");
+  BOOST_TEST(flips > 1000);
+}
+
+BOOST_AUTO_TEST_CASE(the_step_cross_check_still_guards_files_with_valid_checksums) {
+  // state.json rewritten by hand for another step, with its checksum recomputed: the checksum
+  // passes, and the step recorded in the tensor files still disagrees.
+  TempDir dir;
+  save_checkpoint(dir.path(), sample_checkpoint());
+  auto state = nlohmann::ordered_json::parse(read_bytes(dir.path() / "state.json"));
+  state["step"] = 2;
+  state.erase("crc32");
+  const std::string text = state.dump();
+  state["crc32"] = fmt::format("{:08x}", crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
+  write_text(dir.path() / "state.json", state.dump(2));
+  expect_error(dir.path(), "state.json is from step 2, model.safetensors from step 1");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
