@@ -37,6 +37,8 @@ Node::~Node() {
 }
 
 Variable::Variable(Tensor value, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
+  if (requires_grad && value.defined() && !is_floating(value.dtype()))
+    fail("Variable: only floating-point variables can require gradients, got {}", value.describe());
   impl_->value = std::move(value);
   impl_->requires_grad = requires_grad;
 }
@@ -118,7 +120,8 @@ void Variable::backward(const Tensor& grad_in, bool retain_graph) const {
     if (value().numel() != 1)
       fail("backward: {} is not a scalar; pass the gradient of the output explicitly", value().describe());
     seed = Tensor::ones(value().shape(), value().dtype(), value().device());
-  } else if (seed.shape() != value().shape()) {
+  } else if (seed.shape() != value().shape() || seed.dtype() != value().dtype() ||
+             seed.device() != value().device()) {
     fail("backward: gradient {} does not match output {}", seed.describe(), value().describe());
   }
 

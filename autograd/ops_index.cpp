@@ -10,7 +10,7 @@ using Grads = std::vector<Tensor>;
 
 Variable index_select(const Variable& x, int64_t axis, const Tensor& index) {
   const Shape in = x.shape();
-  const int64_t ax = normalize_axis(axis, x.dim(), "index_select");
+  const int64_t ax = normalize_axis(axis, x.shape(), "index_select");
   return record("index_select", index_select(x.value(), ax, index), {x},
                 [in, ax, index](const Tensor& g, const std::vector<bool>&) {
                   return Grads{index_add(in, ax, index, g)};
@@ -18,7 +18,7 @@ Variable index_select(const Variable& x, int64_t axis, const Tensor& index) {
 }
 
 Variable index_add(const Shape& shape, int64_t axis, const Tensor& index, const Variable& src) {
-  const int64_t ax = normalize_axis(axis, static_cast<int64_t>(shape.size()), "index_add");
+  const int64_t ax = normalize_axis(axis, shape, "index_add");
   const Shape src_shape = src.shape();
   return record("index_add", index_add(shape, ax, index, src.value()), {src},
                 [ax, index, src_shape](const Tensor& g, const std::vector<bool>&) {

@@ -35,7 +35,9 @@ Variable log_softmax(const Variable& x, int64_t axis) {
 
 Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps) {
   const bool affine = weight.defined();
-  if (affine != bias.defined()) fail("layer_norm: weight and bias must both be given or both be absent");
+  if (affine != bias.defined())
+    fail("layer_norm: weight and bias must both be given or both be absent (input {}, {} given)",
+         x.defined() ? x.value().describe() : std::string("undefined"), affine ? "only weight" : "only bias");
   Tensor xv = x.value();
   Tensor wv = affine ? weight.value() : Tensor();
   LayerNormResult r = layer_norm(xv, wv, affine ? bias.value() : Tensor(), eps);

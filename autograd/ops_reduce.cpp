@@ -10,14 +10,15 @@ namespace posgrad {
 namespace {
 using Grads = std::vector<Tensor>;
 
-// Shape of the reduction output with keepdim, so the gradient can be broadcast back.
+// Shape of the reduction output with keepdim, so the gradient can be broadcast back. Called after
+// the forward, which has already checked the axes (with the op's name in the error).
 Shape kept_shape(const Shape& in, const std::vector<int64_t>& axes) {
   Shape s = in;
   if (axes.empty()) {
     std::fill(s.begin(), s.end(), 1);
     return s;
   }
-  for (int64_t a : axes) s[normalize_axis(a, static_cast<int64_t>(in.size()), "reduce")] = 1;
+  for (int64_t a : axes) s[normalize_axis(a, in, "reduce")] = 1;
   return s;
 }
 
@@ -25,16 +26,18 @@ int64_t reduced_count(const Shape& in, const Shape& kept) { return shape_numel(i
 }  // namespace
 
 Variable sum(const Variable& x, const std::vector<int64_t>& axes, bool keepdim) {
+  Tensor out = sum(x.value(), axes, keepdim);
   const Shape in = x.shape(), kept = kept_shape(in, axes);
-  return record("sum", sum(x.value(), axes, keepdim), {x}, [in, kept](const Tensor& g, const std::vector<bool>&) {
+  return record("sum", out, {x}, [in, kept](const Tensor& g, const std::vector<bool>&) {
     return Grads{g.reshape(kept).expand(in)};
   });
 }
 
 Variable mean(const Variable& x, const std::vector<int64_t>& axes, bool keepdim) {
+  Tensor out = mean(x.value(), axes, keepdim);
   const Shape in = x.shape(), kept = kept_shape(in, axes);
   const double scale = 1.0 / static_cast<double>(std::max<int64_t>(reduced_count(in, kept), 1));
-  return record("mean", mean(x.value(), axes, keepdim), {x},
+  return record("mean", out, {x},
                 [in, kept, scale](const Tensor& g, const std::vector<bool>&) {
                   return Grads{mul_scalar(g.reshape(kept), scale).expand(in)};
                 });
@@ -42,9 +45,9 @@ Variable mean(const Variable& x, const std::vector<int64_t>& axes, bool keepdim)
 
 namespace {
 Variable extreme(const Variable& x, const std::vector<int64_t>& axes, bool keepdim, bool is_max) {
-  const Shape in = x.shape(), kept = kept_shape(in, axes);
   Tensor xv = x.value();
   Tensor out = is_max ? amax(xv, axes, keepdim) : amin(xv, axes, keepdim);
+  const Shape in = x.shape(), kept = kept_shape(in, axes);
   return record(is_max ? "amax" : "amin", out, {x}, [xv, out, kept, axes](const Tensor& g, const std::vector<bool>&) {
     Tensor hit = eq(xv, out.reshape(kept));          // 1 where the extreme is attained
     Tensor count = sum(hit, axes, true);             // ties share the gradient equally
@@ -57,10 +60,11 @@ Variable amax(const Variable& x, const std::vector<int64_t>& axes, bool keepdim)
 Variable amin(const Variable& x, const std::vector<int64_t>& axes, bool keepdim) { return extreme(x, axes, keepdim, false); }
 
 Variable var(const Variable& x, const std::vector<int64_t>& axes, bool keepdim, int64_t correction) {
-  const Shape in = x.shape(), kept = kept_shape(in, axes);
   Tensor xv = x.value();
+  Tensor out = var(xv, axes, keepdim, correction);
+  const Shape in = x.shape(), kept = kept_shape(in, axes);
   const double denom = static_cast<double>(reduced_count(in, kept) - correction);
-  return record("var", var(xv, axes, keepdim, correction), {x},
+  return record("var", out, {x},
                 [xv, kept, axes, denom](const Tensor& g, const std::vector<bool>&) {
                   Tensor centered = sub(xv, mean(xv, axes, true));
                   return Grads{mul(centered, mul_scalar(g.reshape(kept), 2.0 / denom))};

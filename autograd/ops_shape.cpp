@@ -47,8 +47,11 @@ Variable narrow(const Variable& x, int64_t axis, int64_t start, int64_t length) 
 }
 
 Variable select(const Variable& x, int64_t axis, int64_t index) {
-  axis = normalize_axis(axis, x.dim(), "select");
-  if (index < 0) index += x.size(axis);
+  axis = normalize_axis(axis, x.shape(), "select");
+  const int64_t n = x.size(axis);
+  if (index < -n || index >= n)
+    fail("select: index {} is out of range for axis {} of {}", index, axis, x.value().describe());
+  if (index < 0) index += n;
   return squeeze(slice(x, axis, index, index + 1), axis);
 }
 
@@ -82,13 +85,11 @@ Variable contiguous(const Variable& x) {
 
 Variable cat(const std::vector<Variable>& xs, int64_t axis) {
   std::vector<Tensor> values;
+  for (const Variable& x : xs) values.push_back(x.value());
+  Tensor out = cat(values, axis);  // checks ranks, sizes, dtypes and the axis
+  const int64_t ax = normalize_axis(axis, out.shape(), "cat");
   std::vector<int64_t> sizes;
-  for (const Variable& x : xs) {
-    values.push_back(x.value());
-    sizes.push_back(x.dim() ? x.size(axis) : 0);
-  }
-  Tensor out = cat(values, axis);
-  const int64_t ax = normalize_axis(axis, out.dim(), "cat");
+  for (const Tensor& v : values) sizes.push_back(v.size(ax));
   return record("cat", out, xs, [sizes, ax](const Tensor& g, const std::vector<bool>& n) {
     Grads grads(sizes.size());
     int64_t at = 0;
@@ -103,9 +104,10 @@ Variable cat(const std::vector<Variable>& xs, int64_t axis) {
 Variable stack(const std::vector<Variable>& xs, int64_t axis) {
   if (xs.empty()) fail("stack: no tensors given");
   std::vector<Variable> expanded;
-  const int64_t ax = normalize_axis(axis, xs[0].dim() + 1, "stack");
+  const int64_t ax = normalize_axis(axis, xs[0].shape(), "stack", 1);
   for (const Variable& x : xs) {
-    if (x.shape() != xs[0].shape()) fail("stack: shapes differ ({} vs {})", xs[0].value().describe(), x.value().describe());
+    if (x.shape() != xs[0].shape() || x.dtype() != xs[0].dtype() || x.device() != xs[0].device())
+      fail("stack: inputs differ ({} vs {})", xs[0].value().describe(), x.value().describe());
     expanded.push_back(unsqueeze(x, ax));
   }
   return cat(expanded, ax);

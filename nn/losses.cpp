@@ -36,6 +36,8 @@ void check_same_shape(const Variable& a, const Variable& b, const char* op, cons
     fail("{}: {} {} and {} {} must be floating-point", op, what_a, a.value().describe(), what_b, b.value().describe());
   if (a.shape() != b.shape())
     fail("{}: {} {} and {} {} must have the same shape", op, what_a, a.value().describe(), what_b, b.value().describe());
+  if (a.dtype() != b.dtype())
+    fail("{}: {} {} and {} {} must have the same dtype", op, what_a, a.value().describe(), what_b, b.value().describe());
   check_same_device(a.value(), b.value(), op);
 }
 

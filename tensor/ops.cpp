@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "tensor/backend.h"
@@ -22,24 +23,39 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
   if (a.dtype() != b.dtype()) fail("{}: dtypes differ ({} and {})", op, a.describe(), b.describe());
 }
 
-const char* binary_name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
+// The user-facing names of the op codes (the functions of ops.h), for error messages.
+const char* unary_name(UnaryOp op) {
+  static const char* names[] = {"neg",     "exp",     "log",  "sqrt",   "rsqrt",      "abs",
+                                "sign",    "sin",     "cos",  "tanh",   "sigmoid",    "relu",
+                                "gelu",    "square",  "reciprocal", "add_scalar", "mul_scalar",
+                                "pow_scalar", "clamp", "gelu_grad", "relu_mask"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(UnaryOp::ReluMask) + 1);
   return names[static_cast<int>(op)];
 }
 
+const char* binary_name(BinaryOp op) {
+  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
+                                "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(BinaryOp::Ge) + 1);
+  return names[static_cast<int>(op)];
+}
+
+void check_floating(const Tensor& x, const char* op) {
+  if (!is_floating(x.dtype())) fail("{}: floating-point input required, got {}", op, x.describe());
+}
+
 // Sorted, de-duplicated, normalised axes; empty input means all axes.
-std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, const char* op) {
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, const Tensor& x, const char* op) {
   std::vector<int64_t> out;
   if (axes.empty()) {
-    out.resize(ndim);
+    out.resize(x.dim());
     std::iota(out.begin(), out.end(), 0);
     return out;
   }
-  for (int64_t a : axes) out.push_back(normalize_axis(a, ndim, op));
+  for (int64_t a : axes) out.push_back(normalize_axis(a, x.shape(), op));
   std::sort(out.begin(), out.end());
   if (std::adjacent_find(out.begin(), out.end()) != out.end())
-    fail("{}: repeated axis in {}", op, shape_str(axes));
+    fail("{}: repeated axis in {} for {}", op, shape_str(axes), x.describe());
   return out;
 }
 
@@ -72,7 +88,8 @@ RowsView move_axes_last(const Tensor& x, const std::vector<int64_t>& axes, bool 
 Tensor reduce(ReduceOp op, const char* name, const Tensor& x, const std::vector<int64_t>& axes_in,
               bool keepdim, int64_t correction = 0) {
   check_defined(x, name);
-  const auto axes = normalize_axes(axes_in, x.dim(), name);
+  if (op == ReduceOp::Mean || op == ReduceOp::Var) check_floating(x, name);  // no integer means
+  const auto axes = normalize_axes(axes_in, x, name);
   RowsView rv = move_axes_last(x, axes, keepdim);
   if (rv.matrix.size(1) == 0 && (op == ReduceOp::Max || op == ReduceOp::Min))
     fail("{}: cannot reduce over an empty axis of {}", name, x.describe());
@@ -83,8 +100,8 @@ Tensor reduce(ReduceOp op, const char* name, const Tensor& x, const std::vector<
 
 // Moves `axis` last, runs fn on the contiguous [rows, R] matrix, and moves it back.
 template <typename Fn>
-Tensor along_last(const Tensor& x, int64_t axis, Fn&& fn) {
-  axis = normalize_axis(axis, x.dim(), "softmax");
+Tensor along_last(const Tensor& x, int64_t axis, const char* op, Fn&& fn) {
+  axis = normalize_axis(axis, x.shape(), op);
   const int64_t last = x.dim() - 1;
   Tensor moved = axis == last ? x : x.transpose(axis, last);
   Tensor m = moved.contiguous();
@@ -107,10 +124,11 @@ Tensor three_axis_view(const Tensor& x, int64_t axis) {
 // ------------------------------------------------------------ elementwise
 
 Tensor unary(UnaryOp op, const Tensor& x, double p, double q) {
-  check_defined(x, "unary");
+  const char* name = unary_name(op);
+  check_defined(x, name);
   if (x.dtype() == kInt64 && op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::AddScalar &&
       op != UnaryOp::MulScalar && op != UnaryOp::Clamp && op != UnaryOp::Sign)
-    fail("unary op {}: not defined for int64 tensors ({})", static_cast<int>(op), x.describe());
+    fail("{}: not defined for int64 tensors, got {} (convert with to(kFloat32))", name, x.describe());
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   backend_for(x.device()).unary(op, x, out, p, q);
   return out;
@@ -130,6 +148,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_defined(cond, "where");
+  check_defined(a, "where");
+  check_defined(b, "where");
   check_same_dtype(a, b, "where");
   check_same_device(a, b, "where");
   check_same_device(cond, a, "where");
@@ -141,6 +161,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   check_defined(x, "masked_fill");
+  if (!mask.defined()) fail("masked_fill: the mask is undefined (input {})", x.describe());
   const Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
   if (shape != x.shape())
     fail("masked_fill: mask {} must broadcast to the input {}", mask.describe(), x.describe());
@@ -178,7 +199,7 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim, int6
 
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {
   check_defined(x, "argmax");
-  const auto axes = normalize_axes({axis}, x.dim(), "argmax");
+  const auto axes = normalize_axes({axis}, x, "argmax");
   RowsView rv = move_axes_last(x, axes, keepdim);
   if (rv.matrix.size(1) == 0) fail("argmax: empty axis in {}", x.describe());
   Tensor out = Tensor::empty({rv.matrix.size(0)}, kInt64, x.device());
@@ -235,7 +256,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor softmax(const Tensor& x, int64_t axis) {
   check_defined(x, "softmax");
   if (!is_floating(x.dtype())) fail("softmax: floating-point input required, got {}", x.describe());
-  return along_last(x, axis, [&](const Tensor& m) {
+  return along_last(x, axis, "softmax", [&](const Tensor& m) {
     Tensor out = Tensor::empty_like(m);
     backend_for(x.device()).softmax_rows(m, out, false);
     return out;
@@ -245,7 +266,7 @@ Tensor softmax(const Tensor& x, int64_t axis) {
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   check_defined(x, "log_softmax");
   if (!is_floating(x.dtype())) fail("log_softmax: floating-point input required, got {}", x.describe());
-  return along_last(x, axis, [&](const Tensor& m) {
+  return along_last(x, axis, "log_softmax", [&](const Tensor& m) {
     Tensor out = Tensor::empty_like(m);
     backend_for(x.device()).softmax_rows(m, out, true);
     return out;
@@ -253,11 +274,13 @@ Tensor log_softmax(const Tensor& x, int64_t axis) {
 }
 
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t axis, bool log) {
+  check_defined(y, "softmax_backward");
+  check_defined(dy, "softmax_backward");
   if (y.shape() != dy.shape()) fail("softmax_backward: {} vs {}", y.describe(), dy.describe());
   if (!is_floating(y.dtype())) fail("softmax_backward: floating-point input required, got {}", y.describe());
   check_same_dtype(y, dy, "softmax_backward");
   check_same_device(y, dy, "softmax_backward");
-  axis = normalize_axis(axis, y.dim(), "softmax_backward");
+  axis = normalize_axis(axis, y.shape(), "softmax_backward");
   const int64_t last = y.dim() - 1;
   Tensor ym = (axis == last ? y : y.transpose(axis, last)).contiguous();
   Tensor dym = (axis == last ? dy : dy.transpose(axis, last)).contiguous();
@@ -277,7 +300,8 @@ LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
   const int64_t D = x.size(-1);
   for (const Tensor* p : {&weight, &bias})
     if (p->defined() && (p->dim() != 1 || p->size(0) != D || p->dtype() != x.dtype()))
-      fail("layer_norm: weight/bias must be {}[{}], got {}", dtype_name(x.dtype()), D, p->describe());
+      fail("layer_norm: weight/bias must be {}[{}] for the input {}, got {}", dtype_name(x.dtype()), D,
+           x.describe(), p->describe());
   for (const Tensor* p : {&weight, &bias})
     if (p->defined()) check_same_device(x, *p, "layer_norm");
   Tensor xm = x.contiguous();
@@ -294,9 +318,19 @@ LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& 
 
 LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                    const Tensor& mean, const Tensor& rstd) {
+  check_defined(x, "layer_norm_backward");
   if (!is_floating(x.dtype())) fail("layer_norm_backward: floating-point input required, got {}", x.describe());
+  if (x.dim() < 1) fail("layer_norm_backward: input must have at least one axis, got {}", x.describe());
   for (const Tensor* t : {&dy, &mean, &rstd})
     if (!t->defined()) fail("layer_norm_backward: dy, mean and rstd are required");
+  const Shape row_shape(x.shape().begin(), x.shape().end() - 1);
+  if (dy.shape() != x.shape())
+    fail("layer_norm_backward: dy {} must have the shape of the input {}", dy.describe(), x.describe());
+  if (mean.shape() != row_shape || rstd.shape() != row_shape)
+    fail("layer_norm_backward: mean {} and rstd {} must be {} for the input {}", mean.describe(), rstd.describe(),
+         shape_str(row_shape), x.describe());
+  if (weight.defined() && weight.shape() != Shape{x.size(-1)})
+    fail("layer_norm_backward: weight {} must be [{}] for the input {}", weight.describe(), x.size(-1), x.describe());
   for (const Tensor* t : {&dy, &weight, &mean, &rstd})
     if (t->defined()) {
       check_same_dtype(x, *t, "layer_norm_backward");
@@ -323,7 +357,7 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   check_defined(x, "index_select");
   check_dtype(index, kInt64, "index_select (index)");
   check_same_device(x, index, "index_select");
-  axis = normalize_axis(axis, x.dim(), "index_select");
+  axis = normalize_axis(axis, x.shape(), "index_select");
   Tensor x3 = three_axis_view(x, axis);
   Tensor idx = index.contiguous().view({index.numel()});
   Tensor out = Tensor::empty({x3.size(0), idx.size(0), x3.size(2)}, x.dtype(), x.device());
@@ -335,9 +369,10 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
 }
 
 Tensor index_add(const Shape& shape, int64_t axis, const Tensor& index, const Tensor& src) {
+  check_defined(src, "index_add");
   check_dtype(index, kInt64, "index_add (index)");
   check_same_device(src, index, "index_add");
-  axis = normalize_axis(axis, static_cast<int64_t>(shape.size()), "index_add");
+  axis = normalize_axis(axis, shape, "index_add");
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= shape[i];
   for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
@@ -355,7 +390,7 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   check_defined(x, "gather");
   check_dtype(index, kInt64, "gather (index)");
   check_same_device(x, index, "gather");
-  axis = normalize_axis(axis, x.dim(), "gather");
+  axis = normalize_axis(axis, x.shape(), "gather");
   if (index.dim() != x.dim()) fail("gather: index {} must have the rank of {}", index.describe(), x.describe());
   for (int64_t i = 0; i < x.dim(); ++i)
     if (i != axis && index.size(i) != x.size(i))
@@ -368,11 +403,19 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
 }
 
 Tensor scatter_add(const Shape& shape, int64_t axis, const Tensor& index, const Tensor& src) {
+  check_defined(src, "scatter_add");
   check_dtype(index, kInt64, "scatter_add (index)");
   check_same_device(src, index, "scatter_add");
-  axis = normalize_axis(axis, static_cast<int64_t>(shape.size()), "scatter_add");
+  axis = normalize_axis(axis, shape, "scatter_add");
   if (index.shape() != src.shape())
     fail("scatter_add: index {} and source {} must have the same shape", index.describe(), src.describe());
+  // The adjoint of gather: the index has the target's shape except along `axis` (the backend
+  // walks the index with the target's outer and inner sizes).
+  bool matches = index.dim() == static_cast<int64_t>(shape.size());
+  for (int64_t i = 0; matches && i < index.dim(); ++i) matches = i == axis || index.size(i) == shape[i];
+  if (!matches)
+    fail("scatter_add: index {} must have the target's shape {} on every axis but {}", index.describe(),
+         shape_str(shape), axis);
   Tensor out = Tensor::zeros(shape, src.dtype(), src.device());
   Tensor out3 = three_axis_view(out, axis);
   backend_for(src.device()).scatter_add(three_axis_view(index, axis), three_axis_view(src, axis), out3);
@@ -384,7 +427,7 @@ Tensor scatter_add(const Shape& shape, int64_t axis, const Tensor& index, const 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
   if (tensors.empty()) fail("cat: no tensors given");
   const Tensor& first = tensors[0];
-  axis = normalize_axis(axis, first.dim(), "cat");
+  axis = normalize_axis(axis, first.shape(), "cat");
   Shape shape = first.shape();
   int64_t total = 0;
   for (const Tensor& t : tensors) {
@@ -410,11 +453,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis) {
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t axis) {
   if (tensors.empty()) fail("stack: no tensors given");
-  axis = normalize_axis(axis, tensors[0].dim() + 1, "stack");
+  axis = normalize_axis(axis, tensors[0].shape(), "stack", 1);
   std::vector<Tensor> expanded;
   for (const Tensor& t : tensors) {
+    check_defined(t, "stack");
     if (t.shape() != tensors[0].shape())
       fail("stack: shapes differ ({} vs {})", tensors[0].describe(), t.describe());
+    check_same_dtype(tensors[0], t, "stack");
+    check_same_device(tensors[0], t, "stack");
     expanded.push_back(t.unsqueeze(axis));
   }
   return cat(expanded, axis);
@@ -423,9 +469,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t axis) {
 // ------------------------------------------------------------ random
 
 namespace {
-Tensor random_tensor(RandomKind kind, const Shape& shape, double a, double b, Generator& gen,
+Tensor random_tensor(RandomKind kind, const char* op, const Shape& shape, double a, double b, Generator& gen,
                      DType dtype, Device device) {
-  if (!is_floating(dtype)) fail("random: floating-point dtype required, got {}", dtype_name(dtype));
+  if (!is_floating(dtype)) fail("{}: floating-point dtype required, got {}", op, dtype_name(dtype));
   Tensor out = Tensor::empty(shape, dtype, device);
   const uint64_t offset = gen.reserve(static_cast<uint64_t>(out.numel()));
   backend_for(device).random(kind, out, a, b, gen.seed(), offset);
@@ -434,17 +480,22 @@ Tensor random_tensor(RandomKind kind, const Shape& shape, double a, double b, Ge
 }  // namespace
 
 Tensor uniform(const Shape& shape, double lo, double hi, Generator& gen, DType dtype, Device device) {
-  return random_tensor(RandomKind::Uniform, shape, lo, hi, gen, dtype, device);
+  if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi))
+    fail("uniform: the range [{}, {}) must be finite with lo <= hi", lo, hi);
+  return random_tensor(RandomKind::Uniform, "uniform", shape, lo, hi, gen, dtype, device);
 }
 Tensor normal(const Shape& shape, double mean, double stddev, Generator& gen, DType dtype, Device device) {
-  return random_tensor(RandomKind::Normal, shape, mean, stddev, gen, dtype, device);
+  if (!(stddev >= 0.0) || !std::isfinite(stddev) || !std::isfinite(mean))
+    fail("normal: mean {} and stddev {} must be finite with stddev >= 0", mean, stddev);
+  return random_tensor(RandomKind::Normal, "normal", shape, mean, stddev, gen, dtype, device);
 }
 Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype, Device device) {
   if (!(p >= 0.0 && p <= 1.0)) fail("bernoulli: probability must be in [0, 1], got {}", p);
-  return random_tensor(RandomKind::Bernoulli, shape, p, 0.0, gen, dtype, device);
+  return random_tensor(RandomKind::Bernoulli, "bernoulli", shape, p, 0.0, gen, dtype, device);
 }
 
 Tensor randperm(int64_t n, Generator& gen) {
+  if (n < 0) fail("randperm: n must be >= 0, got {}", n);
   // Sort-free Fisher-Yates driven by one Philox draw per element (host side).
   Tensor keys = uniform({n}, 0.0, 1.0, gen, kFloat64);
   const double* u = keys.data<double>();

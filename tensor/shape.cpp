@@ -41,6 +41,14 @@ int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op) {
   return axis < 0 ? axis + ndim : axis;
 }
 
+int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op, int64_t extra) {
+  const int64_t ndim = static_cast<int64_t>(shape.size()) + extra;
+  if (axis < -ndim || axis >= std::max<int64_t>(ndim, 1))
+    fail("{}: axis {} is out of range for shape {} (valid axes: {} to {})", op, axis, shape_str(shape), -ndim,
+         std::max<int64_t>(ndim, 1) - 1);
+  return axis < 0 ? axis + ndim : axis;
+}
+
 std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 }  // namespace posgrad

@@ -1,5 +1,7 @@
 // Storage: a reference-counted block of device memory that tensors (and their views) share.
-// The CPU allocator returns 64-byte aligned memory. This file knows nothing of shapes.
+// The CPU allocator returns 64-byte aligned memory. Live storages are counted (storage_counters)
+// so that leak checks can see whether a training step returns to the same state. This file
+// knows nothing of shapes.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,15 @@ class Storage {
 };
 
 using StoragePtr = std::shared_ptr<Storage>;
+
+// Process-wide counts of Storage objects, all devices together (relaxed atomics: exact whenever
+// no other thread is making or dropping tensors).
+struct StorageCounters {
+  int64_t live = 0;        // Storage objects alive now
+  int64_t live_bytes = 0;  // the bytes they were asked for
+  int64_t created = 0;     // Storage objects made since the process started
+};
+StorageCounters storage_counters();
 
 // Hooks the CUDA backend installs when it is linked in (see tensor/cuda/); null otherwise.
 struct DeviceAllocator {

@@ -126,8 +126,8 @@ template Tensor Tensor::from_vector<int64_t>(const std::vector<int64_t>&, const 
 
 // ------------------------------------------------------------ metadata
 
-int64_t Tensor::size(int64_t axis) const { return shape_[normalize_axis(axis, dim(), "size")]; }
-int64_t Tensor::stride(int64_t axis) const { return strides_[normalize_axis(axis, dim(), "stride")]; }
+int64_t Tensor::size(int64_t axis) const { return shape_[normalize_axis(axis, shape_, "size")]; }
+int64_t Tensor::stride(int64_t axis) const { return strides_[normalize_axis(axis, shape_, "stride")]; }
 
 bool Tensor::is_contiguous() const {
   if (numel() == 0) return true;  // no elements: any strides describe the same (empty) layout
@@ -287,8 +287,8 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
   Shape shape(order.size()), strides(order.size());
   std::vector<bool> seen(order.size(), false);
   for (size_t i = 0; i < order.size(); ++i) {
-    const int64_t a = normalize_axis(order[i], dim(), "permute");
-    if (seen[a]) fail("permute: axis {} repeated in {}", a, shape_str(order));
+    const int64_t a = normalize_axis(order[i], shape_, "permute");
+    if (seen[a]) fail("permute: axis {} repeated in {} (permuting {})", a, shape_str(order), describe());
     seen[a] = true;
     shape[i] = shape_[a];
     strides[i] = strides_[a];
@@ -297,8 +297,8 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
 }
 
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
-  a = normalize_axis(a, dim(), "transpose");
-  b = normalize_axis(b, dim(), "transpose");
+  a = normalize_axis(a, shape_, "transpose");
+  b = normalize_axis(b, shape_, "transpose");
   Shape shape = shape_, strides = strides_;
   std::swap(shape[a], shape[b]);
   std::swap(strides[a], strides[b]);
@@ -306,9 +306,9 @@ Tensor Tensor::transpose(int64_t a, int64_t b) const {
 }
 
 Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) const {
-  axis = normalize_axis(axis, dim(), "slice");
+  axis = normalize_axis(axis, shape_, "slice");
   const int64_t n = shape_[axis];
-  if (step <= 0) fail("slice: step must be positive, got {}", step);
+  if (step <= 0) fail("slice: step must be positive, got {} (slicing {})", step, describe());
   if (start < 0) start += n;
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
@@ -320,7 +320,7 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
 }
 
 Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
-  axis = normalize_axis(axis, dim(), "narrow");
+  axis = normalize_axis(axis, shape_, "narrow");
   if (start < 0 || length < 0 || start + length > shape_[axis])
     fail("narrow: [{}, {}) is outside axis {} of size {} in {}", start, start + length, axis,
          shape_[axis], describe());
@@ -328,7 +328,7 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t axis, int64_t index) const {
-  axis = normalize_axis(axis, dim(), "select");
+  axis = normalize_axis(axis, shape_, "select");
   const int64_t n = shape_[axis];
   if (index < -n || index >= n) fail("select: index {} out of range for axis {} of {}", index, axis, describe());
   if (index < 0) index += n;
@@ -347,19 +347,21 @@ Tensor Tensor::expand(const Shape& target) const {
     if (i < lead) continue;
     const int64_t s = shape_[i - lead];
     if (s == target[i]) strides[i] = strides_[i - lead];
-    else if (s != 1) fail("expand: axis {} of {} has size {} and cannot become {}", i - lead, describe(), s, target[i]);
+    else if (s != 1)
+      fail("expand: axis {} of {} has size {} and cannot become {} (expanding to {})", i - lead, describe(), s,
+           target[i], shape_str(target));
   }
   return as_strided(target, strides, offset_);
 }
 
 Tensor Tensor::squeeze(int64_t axis) const {
-  axis = normalize_axis(axis, dim(), "squeeze");
+  axis = normalize_axis(axis, shape_, "squeeze");
   if (shape_[axis] != 1) return *this;
   return select(axis, 0);
 }
 
 Tensor Tensor::unsqueeze(int64_t axis) const {
-  axis = normalize_axis(axis, dim() + 1, "unsqueeze");
+  axis = normalize_axis(axis, shape_, "unsqueeze", 1);
   Shape shape = shape_, strides = strides_;
   const int64_t stride = axis < dim() ? strides_[axis] * shape_[axis] : 1;
   shape.insert(shape.begin() + axis, 1);
@@ -369,8 +371,10 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
 
 Tensor Tensor::flatten(int64_t start_axis, int64_t end_axis) const {
   if (dim() == 0) return reshape({1});
-  start_axis = normalize_axis(start_axis, dim(), "flatten");
-  end_axis = normalize_axis(end_axis, dim(), "flatten");
+  start_axis = normalize_axis(start_axis, shape_, "flatten");
+  end_axis = normalize_axis(end_axis, shape_, "flatten");
+  if (start_axis > end_axis)
+    fail("flatten: start axis {} comes after end axis {} in {}", start_axis, end_axis, describe());
   Shape shape(shape_.begin(), shape_.begin() + start_axis);
   int64_t merged = 1;
   for (int64_t i = start_axis; i <= end_axis; ++i) merged *= shape_[i];

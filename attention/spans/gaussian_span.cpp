@@ -16,6 +16,10 @@ GaussianSpan::GaussianSpan(std::vector<int64_t> structure, const GaussianSpanOpt
   if (!std::isfinite(options.sigma)) fail("option 'sigma' must be finite, got {}", options.sigma);
   if (!(options.min_sigma > 0) || !std::isfinite(options.min_sigma))
     fail("option 'min_sigma' must be a positive number, got {}", options.min_sigma);
+  if (options.min_sigma < kGaussianSpanSmallestMinSigma)
+    fail("gaussian_span: option 'min_sigma' must be at least {} (got {}): a smaller floor keeps the same centre-only "
+         "span, and its square underflows float32, which turns G into 0/0 = NaN",
+         kGaussianSpanSmallestMinSigma, options.min_sigma);
   if (!(options.threshold < 1.0) || !std::isfinite(options.threshold))
     fail("option 'threshold' must be < 1 (<= 0 means no box), got {}", options.threshold);
   const int64_t n = static_cast<int64_t>(structure_.size());

@@ -16,7 +16,9 @@
 // sigma is raw and unconstrained (only sigma^2 enters). posattn gives NaN at sigma = 0; here
 // sigma^2 is clamped below at min_sigma^2 (option `min_sigma`, 1e-3) in G and |sigma| at
 // min_sigma in the box, so sigma -> 0 keeps only the centre and never gives NaN (the gradient
-// of sigma is 0 while it is clamped).
+// of sigma is 0 while it is clamped). min_sigma itself must be >= 1e-12: below that its square
+// underflows float32 (to 0 from about 1e-23), and a floor of 1e-12 already keeps the centre
+// alone on any grid shorter than 1e11.
 //
 // Options: sigma (0.3), learn_sigma (true), threshold (0.1), multiply (all_logits |
 // positional_logits), min_sigma (1e-3). Parameter: sigma [n] (requires_grad = learn_sigma).
@@ -28,6 +30,9 @@
 #include "attention/registry.h"
 
 namespace posgrad {
+
+// The smallest accepted min_sigma (see above).
+inline constexpr double kGaussianSpanSmallestMinSigma = 1e-12;
 
 struct GaussianSpanOptions {
   double sigma = 0.3;

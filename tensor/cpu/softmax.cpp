@@ -1,5 +1,7 @@
 // CPU softmax and log-softmax along the last axis of a contiguous [rows, R] matrix, and their
 // backward. Max-subtracted for stability; a row of all -inf gives zeros (softmax) rather than NaN.
+// Log-softmax is (x - max) - log(sum), never x - (max + log(sum)): with logits near 1e4 the sum
+// max + log(sum) would round to float32's spacing there (1e-3) and lose the small outputs.
 // Shapes: letters of shape_legend.h, except R here: the length of one row (the softmax axis).
 #include <cmath>
 #include <limits>
@@ -30,8 +32,8 @@ void CpuBackend::softmax_rows(const Tensor& x, Tensor& out, bool log) {
         if (!log) y[i] = e;
       }
       if (log) {
-        const T lse = m + std::log(s);
-        for (int64_t i = 0; i < R; ++i) y[i] = in[i] - lse;
+        const T log_s = std::log(s);
+        for (int64_t i = 0; i < R; ++i) y[i] = (in[i] - m) - log_s;
       } else {
         const T inv = T(1) / s;
         for (int64_t i = 0; i < R; ++i) y[i] *= inv;

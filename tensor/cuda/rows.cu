@@ -191,9 +191,9 @@ __global__ void softmax_kernel(const T* x, T* y, int64_t rows, int64_t R, bool l
     T s = 0;
     for (int64_t i = threadIdx.x; i < R; i += blockDim.x) s += Math<T>::exp(in[i] - m);
     s = block_reduce(s, SumOp{}, shared);
-    if (log) {
-      const T lse = m + Math<T>::log(s);
-      for (int64_t i = threadIdx.x; i < R; i += blockDim.x) out[i] = in[i] - lse;
+    if (log) {  // (x - max) - log(sum): x - (max + log(sum)) would round at large |max|
+      const T log_s = Math<T>::log(s);
+      for (int64_t i = threadIdx.x; i < R; i += blockDim.x) out[i] = (in[i] - m) - log_s;
     } else {
       const T inv = T(1) / s;
       for (int64_t i = threadIdx.x; i < R; i += blockDim.x) out[i] = Math<T>::exp(in[i] - m) * inv;
