@@ -57,7 +57,9 @@ ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool caus
   }
   if (box && !positions.is_tree()) {
     const OffsetBox clipped = box->intersect(OffsetBox::full(positions));
-    const bool use_window = device.is_cpu() && (path_ == AttentionPath::Fast ||
+    // An empty box (a lone token whose span reaches no key) has no window to build: the dense
+    // layout gives such queries zero attention, on every path.
+    const bool use_window = device.is_cpu() && clipped.volume() > 0 && (path_ == AttentionPath::Fast ||
                                                 (path_ == AttentionPath::Auto && 2 * clipped.volume() <= positions.tokens()));
     if (use_window) return ScoreLayout::window(positions, clipped);
   }

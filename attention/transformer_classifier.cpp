@@ -31,7 +31,10 @@ Variable TransformerClassifier::forward(const Tensor& tokens, const Tensor& pad_
   Variable pooled;
   if (pad_mask.defined()) {
     Tensor keep = add_scalar(neg(mask_indicator(pad_mask, x.dtype())), 1.0).reshape({B, N, 1});
-    pooled = sum(x * keep, {1}) / Variable(sum(keep, {1}));  // [B, D]
+    // Mean over the kept tokens; a sequence that is all padding pools to zeros (count clamped
+    // to 1), so its logits are the head's bias instead of 0/0 = NaN.
+    const Tensor kept = clamp(sum(keep, {1}), 1.0, static_cast<double>(N));  // [B, 1]
+    pooled = sum(x * keep, {1}) / Variable(kept);                          // [B, D]
   } else {
     pooled = mean(x, {1});
   }
