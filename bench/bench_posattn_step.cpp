@@ -3,7 +3,8 @@
 // with a gaussian_span per layer) on random 32 x 32 x 3 "images" read as N = 1024 tokens.
 // Prints the median step time and, over the timed steps, the process's user and system CPU time
 // and minor page faults (getrusage), and its peak RSS, so allocator effects are visible: the
-// system time of a step is mostly page faults on freshly mapped memory.
+// system time of a step is mostly page faults on freshly mapped memory; and the caching host
+// allocator's counters (tensor/cpu/caching_allocator.h) over the timed steps.
 //
 // Usage: bench_posattn_step [--batch 4] [--side 32] [--dims 1] [--span 1] [--reps 5] [--warmup 1]
 // Deliberately no PyTorch twin: it measures posgrad against itself (allocator on/off, etc.).
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "posgrad.h"
+#include "tensor/cpu/caching_allocator.h"
 
 #ifdef POSGRAD_OPENMP
 #include <omp.h>
@@ -76,6 +78,7 @@ int main(int argc, char** argv) try {
   };
   for (int64_t i = 0; i < a["warmup"]; ++i) step();
   std::vector<double> runs;
+  const CpuMemoryStats memory_before = cpu_memory_stats();
   const Usage before = usage_now();
   for (int64_t i = 0; i < a["reps"]; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -83,6 +86,7 @@ int main(int argc, char** argv) try {
     runs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   const Usage after = usage_now();
+  const CpuMemoryStats memory = cpu_memory_stats();
   std::sort(runs.begin(), runs.end());
   const double reps = double(a["reps"]);
   fmt::print("posattn training step  B={} N={} dims={} span={}  threads={}\n", a["batch"], side * side,
@@ -92,6 +96,12 @@ int main(int argc, char** argv) try {
              (after.user_s - before.user_s) / reps, (after.system_s - before.system_s) / reps,
              double(after.minor_faults - before.minor_faults) / reps);
   fmt::print("  peak RSS {:.0f} MiB\n", double(after.max_rss_kib) / 1024.0);
+  fmt::print("  host allocator over the timed steps: {} system allocations, {} frees, {} cache hits; "
+             "peak in use {:.0f} MiB, cached now {:.0f} MiB\n",
+             memory.system_allocs - memory_before.system_allocs,
+             memory.system_frees - memory_before.system_frees,
+             memory.cache_hits - memory_before.cache_hits, double(memory.peak_bytes_in_use) / (1 << 20),
+             double(memory.bytes_cached) / (1 << 20));
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_posattn_step: %s\n", e.what());

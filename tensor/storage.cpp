@@ -1,9 +1,7 @@
 // Storage allocation (see storage.h).
 #include "tensor/storage.h"
 
-#include <cstdlib>
-#include <new>
-
+#include "tensor/cpu/caching_allocator.h"
 #include "tensor/device.h"
 
 namespace posgrad {
@@ -15,9 +13,7 @@ DeviceAllocator& cuda_allocator_hooks() {
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (device.is_cpu()) {
-    const size_t rounded = ((nbytes + 63) / 64) * 64;
-    data_ = rounded ? std::aligned_alloc(64, rounded) : nullptr;
-    if (rounded && !data_) fail("out of host memory allocating {} bytes", nbytes);
+    data_ = nbytes ? cpu::cached_allocate(nbytes) : nullptr;  // reused blocks are not zeroed
   } else {
     require_device(device);  // a clear Error without the CUDA backend, a GPU, or that index
     auto& hooks = cuda_allocator_hooks();
@@ -29,7 +25,7 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
 
 Storage::~Storage() {
   if (!data_) return;
-  if (device_.is_cpu()) std::free(data_);
+  if (device_.is_cpu()) cpu::cached_release(data_, nbytes_);
   else cuda_allocator_hooks().release(data_, device_.index);
 }
 
