@@ -39,7 +39,14 @@ struct HostPool {
 
   HostPool() {
     const char* limit_text = std::getenv("POSGRAD_CPU_CACHE_LIMIT");
-    limit = limit_text && *limit_text ? cpu::parse_byte_size(limit_text) : default_cache_limit();
+    limit = default_cache_limit();
+    if (limit_text && *limit_text) {
+      try {
+        limit = cpu::parse_byte_size(limit_text);
+      } catch (const Error& e) {
+        fail("environment variable POSGRAD_CPU_CACHE_LIMIT: {}", e.what());
+      }
+    }
     const char* poison_text = std::getenv("POSGRAD_CPU_ALLOC_POISON");
     poison = poison_text && *poison_text && std::strcmp(poison_text, "0") != 0;
   }
