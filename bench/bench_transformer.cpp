@@ -18,6 +18,7 @@
 #include "nn/adam.h"
 #include "nn/losses.h"
 #include "posgrad.h"
+#include "tensor/cpu/caching_allocator.h"
 #include "tensor/device.h"
 
 #ifdef POSGRAD_OPENMP
@@ -84,6 +85,7 @@ int main(int argc, char** argv) try {
   for (int64_t i = 0; i < a["warmup"]; ++i) step();
   synchronize(device);
   std::vector<double> runs;
+  const CpuMemoryStats memory_before = cpu_memory_stats();
   DeviceTimer timer(device);  // CUDA events on a GPU, like the twin's
   for (int64_t i = 0; i < a["reps"]; ++i) {
     timer.start();
@@ -91,11 +93,15 @@ int main(int argc, char** argv) try {
     timer.stop();
     runs.push_back(timer.elapsed_ms());
   }
+  const CpuMemoryStats memory = cpu_memory_stats();
   std::sort(runs.begin(), runs.end());
   const double ours = runs[runs.size() / 2];
   fmt::print("transformer training step  B={} N={} D={} H={} ff={} L={}  device={} threads={}\n", a["batch"],
              a["tokens"], a["width"], a["heads"], a["ff"], a["layers"], device.str(), threads);
   fmt::print("  posgrad median {:.1f} ms  (runs: {:.1f})\n", ours, fmt::join(runs, ", "));
+  fmt::print("  host allocator over the timed steps: {} system allocations, {} cache hits; peak in use "
+             "{:.0f} MiB\n", memory.system_allocs - memory_before.system_allocs,
+             memory.cache_hits - memory_before.cache_hits, double(memory.peak_bytes_in_use) / (1 << 20));
   if (torch) {
     std::map<std::string, int64_t> ta = a;
     bench::TwinRun run;

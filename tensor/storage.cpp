@@ -2,9 +2,8 @@
 #include "tensor/storage.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <new>
 
+#include "tensor/cpu/caching_allocator.h"
 #include "tensor/device.h"
 
 namespace posgrad {
@@ -25,9 +24,7 @@ StorageCounters storage_counters() {
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (device.is_cpu()) {
-    const size_t rounded = ((nbytes + 63) / 64) * 64;
-    data_ = rounded ? std::aligned_alloc(64, rounded) : nullptr;
-    if (rounded && !data_) fail("out of host memory allocating {} bytes", nbytes);
+    data_ = nbytes ? cpu::cached_allocate(nbytes) : nullptr;  // reused blocks are not zeroed
   } else {
     require_device(device);  // a clear Error without the CUDA backend, a GPU, or that index
     auto& hooks = cuda_allocator_hooks();
@@ -45,7 +42,7 @@ Storage::~Storage() {
   g_live.fetch_sub(1, std::memory_order_relaxed);
   g_live_bytes.fetch_sub(static_cast<int64_t>(nbytes_), std::memory_order_relaxed);
   if (!data_) return;
-  if (device_.is_cpu()) std::free(data_);
+  if (device_.is_cpu()) cpu::cached_release(data_, nbytes_);
   else cuda_allocator_hooks().release(data_, device_.index);
 }
 

@@ -1,7 +1,8 @@
 // Storage: a reference-counted block of device memory that tensors (and their views) share.
-// The CPU allocator returns 64-byte aligned memory. Live storages are counted (storage_counters)
-// so that leak checks can see whether a training step returns to the same state. This file
-// knows nothing of shapes.
+// CPU memory comes from the caching host allocator (tensor/cpu/caching_allocator.h): 64-byte
+// aligned, and NOT zeroed (a block may be reused from an earlier tensor); CUDA memory from the
+// hooks below. Live storages are counted (storage_counters) so that leak checks can see whether
+// a training step returns to the same state. This file knows nothing of shapes.
 #pragma once
 
 #include <cstddef>
