@@ -29,6 +29,7 @@
 #include "nn/clip_grad.h"
 #include "nn/losses.h"
 #include "posgrad.h"
+#include "tensor/cpu/caching_allocator.h"
 #include "tensor/storage.h"
 
 using namespace posgrad;
@@ -118,6 +119,11 @@ int main(int argc, char** argv) try {
   const auto t0 = std::chrono::steady_clock::now();
   double loss = step(0);
   const StorageCounters steady = storage_counters();  // after the first step: the state to come back to
+  // The caching allocator: after a warm-up step (Adam makes its state in step 1), bytes in use and
+  // cached must come back to the same values after every step, with no new system allocation.
+  loss = step(1);
+  const CpuMemoryStats pool = cpu_memory_stats();
+  int64_t pool_mismatches = 0, first_pool_mismatch = -1;
   int64_t counter_mismatches = 0, first_mismatch = -1;
   std::vector<std::pair<int64_t, double>> curve;
   auto sample = [&](int64_t s) {
@@ -128,13 +134,19 @@ int main(int argc, char** argv) try {
                loss);
     std::fflush(stdout);
   };
-  sample(1);
-  for (int64_t s = 1; s < steps; ++s) {
+  sample(2);
+  for (int64_t s = 2; s < steps; ++s) {
     loss = step(s);
     const StorageCounters c = storage_counters();
     if (c.live != steady.live || c.live_bytes != steady.live_bytes) {
       if (first_mismatch < 0) first_mismatch = s + 1;
       ++counter_mismatches;
+    }
+    const CpuMemoryStats p = cpu_memory_stats();
+    if (p.bytes_in_use != pool.bytes_in_use || p.bytes_cached != pool.bytes_cached ||
+        p.system_allocs != pool.system_allocs) {
+      if (first_pool_mismatch < 0) first_pool_mismatch = s + 1;
+      ++pool_mismatches;
     }
     if ((s + 1) % every == 0) sample(s + 1);
   }
@@ -157,7 +169,15 @@ int main(int argc, char** argv) try {
   fmt::print("RSS: {:.2f} MB at step {}, {:.2f} MB at step {}: growth {:+.3f}% (limit {}%); peak {:.2f} MB\n",
              rss_warm / kMB, warm_step, rss_end / kMB, curve.back().first, growth,
              a["max-growth"], peak_resident_bytes() / kMB);
-  const bool ok = counter_mismatches == 0 && growth < a["max-growth"];
+  const CpuMemoryStats pool_end = cpu_memory_stats();
+  fmt::print("caching allocator after every step vs after step 2 ({:.3f} MB in use, {:.3f} MB cached, {} system "
+             "allocations): {}\n",
+             static_cast<double>(pool.bytes_in_use) / kMB, static_cast<double>(pool.bytes_cached) / kMB,
+             pool.system_allocs,
+             pool_mismatches == 0 ? std::string("identical")
+                                  : fmt::format("{} steps differ (first: step {}; {} system allocations at the end)",
+                                                pool_mismatches, first_pool_mismatch, pool_end.system_allocs));
+  const bool ok = counter_mismatches == 0 && pool_mismatches == 0 && growth < a["max-growth"];
   fmt::print("{}\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 } catch (const std::exception& e) {
