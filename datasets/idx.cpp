@@ -1,6 +1,8 @@
 // IDX parsing (see idx.h).
 #include "datasets/idx.h"
 
+#include <algorithm>
+
 #include "datasets/file_bytes.h"
 #include "tensor/error.h"
 
@@ -32,12 +34,16 @@ IdxArray parse_idx(const std::vector<uint8_t>& bytes, uint32_t expected_magic, s
     fail("{}: truncated header: {} bytes, expected {} (magic and {} dimension size{})", name,
          bytes.size(), header, expected_dims, expected_dims == 1 ? "" : "s");
   IdxArray out;
-  uint64_t count = 1;
+  uint64_t count = 1, extent = 1;  // extent: the product with zero sizes counted as 1
   for (size_t d = 0; d < expected_dims; ++d) {
     const uint32_t size = read_be32(bytes.data() + 4 + 4 * d);
     out.dims.push_back(size);
     count *= size;  // at most 3 factors below 2^32 each: checked against the file size below
-    if (count > (uint64_t{1} << 40)) fail("{}: header claims an impossible size ({})", name, count);
+    // A zero size makes count 0 whatever the others claim, but the tensor's strides still
+    // multiply them: [0, 2^31, 2^31] must be refused too.
+    extent *= std::max<uint64_t>(size, 1);
+    if (count > (uint64_t{1} << 40) || extent > (uint64_t{1} << 40))
+      fail("{}: header claims an impossible size ({})", name, fmt::join(out.dims, " x "));
   }
   const uint64_t payload = bytes.size() - header;
   if (payload < count)

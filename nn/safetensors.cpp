@@ -130,7 +130,9 @@ SafetensorsContents decode_safetensors(std::string_view bytes, const std::string
       }
       continue;
     }
-    auto where = [&name](const std::string& what) { return fmt::format("tensor '{}': {}", name, what); };
+    // A named copy of the binding: clang before 16 cannot capture structured bindings.
+    const std::string& tensor_name = name;
+    auto where = [&tensor_name](const std::string& what) { return fmt::format("tensor '{}': {}", tensor_name, what); };
     if (!value.is_object()) throw bad(where("the entry is not a JSON object"));
     for (const auto& [k, v] : value.items())
       if (k != "dtype" && k != "shape" && k != "data_offsets") throw bad(where(fmt::format("unknown field '{}'", k)));
@@ -149,12 +151,14 @@ SafetensorsContents decode_safetensors(std::string_view bytes, const std::string
     const ordered_json& shape = value["shape"];
     if (!shape.is_array()) throw bad(where(fmt::format("shape {} is not an array", shape.dump())));
     uint64_t numel = 1;
+    int64_t extent = 1;  // the product with zero sizes counted as 1: the tensor's strides need it
     bool overflow = false;
     for (const ordered_json& d : shape) {
       if (!d.is_number_unsigned()) throw bad(where(fmt::format("shape {} holds a non-integer or negative size", shape.dump())));
       const uint64_t s = d.get<uint64_t>();
       if (s > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
-      overflow = overflow || __builtin_mul_overflow(numel, s, &numel);
+      overflow = overflow || __builtin_mul_overflow(numel, s, &numel) ||
+                 __builtin_mul_overflow(extent, static_cast<int64_t>(std::max<uint64_t>(s, 1)), &extent);
       e.shape.push_back(static_cast<int64_t>(s));
     }
     const uint64_t elem = static_cast<uint64_t>(dtype_size(e.dtype));

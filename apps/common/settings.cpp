@@ -57,6 +57,27 @@ std::vector<std::string> split_list(std::string text) {
   return items;
 }
 
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+// Settings are text: to_yaml() could not write other bytes so that they read back the same.
+bool is_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    uint32_t cp = n == 1 ? b : (b & (0x7F >> n));
+    for (size_t k = 1; k < n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n;
+  }
+  return true;
+}
+
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -79,8 +100,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 Setting& Setting::choices(std::vector<std::string> allowed) {
   POSGRAD_CHECK(is_string_, "setting '{}': choices() is only for string settings", key_);
   choices_ = std::move(allowed);
-  std::vector<std::string> current = is_list_ ? split_list(format_()) : std::vector<std::string>{format_()};
-  POSGRAD_CHECK(violation({}, current).empty(), "setting '{}': the default {} is not {}", key_, format_(),
+  POSGRAD_CHECK(violation({}, items_()).empty(), "setting '{}': the default {} is not {}", key_, format_(),
                 constraint_text());
   return *this;
 }
@@ -138,6 +158,9 @@ void Setting::assign(const std::vector<std::string>& items, bool as_list, const 
   } else if (!is_list_ && (as_list || items.size() != 1)) {
     fail("{}: setting '{}' takes one {}, got a list", origin, key_, type_);
   }
+  for (const std::string& v : values)
+    if (!is_utf8(v))
+      fail("{}: bad value for setting '{}' ({}): the text is not valid UTF-8", origin, key_, type_);
   const std::string why = store_(values);
   if (!why.empty())
     fail("{}: bad value for setting '{}' ({}{}): {}", origin, key_, type_,
@@ -190,12 +213,21 @@ Setting& Settings::require(std::string_view key, const std::string& origin) {
 
 namespace {
 
+// Settings keys have a few sections; deeper nesting is a mistake, or an alias of a map inside that
+// map (`a: &x {b: *x}`: yaml-cpp builds a cycle, which recursion would follow until the stack
+// overflows).
+constexpr int kMaxSectionDepth = 32;
+
 // Walks a YAML map, calling `leaf(key, node, line)` for every value that is not a map.
 template <typename Leaf>
-void walk(const YAML::Node& map, const std::string& prefix, const Leaf& leaf) {
+void walk(const YAML::Node& map, const std::string& prefix, const Leaf& leaf, const std::string& origin,
+          int depth = 0) {
+  if (depth > kMaxSectionDepth)
+    fail("{}: sections nested deeper than {} levels under '{}' (an alias of a map inside itself?)", origin,
+         kMaxSectionDepth, prefix.substr(0, std::min<size_t>(prefix.size(), 80)));
   for (const auto& item : map) {
     const std::string key = prefix + item.first.as<std::string>();
-    if (item.second.IsMap()) walk(item.second, key + ".", leaf);
+    if (item.second.IsMap()) walk(item.second, key + ".", leaf, origin, depth + 1);
     else leaf(key, item.second, item.first.Mark().line + 1);
   }
 }
@@ -225,7 +257,7 @@ void Settings::load_yaml_text(const std::string& text, const std::string& origin
     } else {
       s.assign({node.Scalar()}, false, where);
     }
-  });
+  }, origin);
 }
 
 void Settings::load_yaml_file(const std::filesystem::path& path) {
@@ -293,7 +325,7 @@ void emit(YAML::Emitter& out, const Section& section) {
     const bool is_string = c.leaf->type() == "string" || c.leaf->type() == "list of string";
     if (c.leaf->is_list()) {
       out << YAML::Flow << YAML::BeginSeq;
-      for (const std::string& item : split_list(c.leaf->value_text())) emit_text(out, item, is_string);
+      for (const std::string& item : c.leaf->value_items()) emit_text(out, item, is_string);
       out << YAML::EndSeq;
     } else {
       emit_text(out, c.leaf->value_text(), is_string);

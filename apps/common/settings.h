@@ -15,6 +15,8 @@
 // std::string. Text is read with tensor/parse_text.h, the same rules as positional-scheme
 // options: an int setting rejects "3.5", a float setting takes "3" or "1e-3", a bool takes
 // true/false/yes/no/on/off/1/0; a list takes a YAML list or "[1, 2]" / "1,2" on the command line.
+// Values must be valid UTF-8 text. Sections nest at most 32 deep (which also stops a YAML alias
+// of a map inside itself).
 // Errors (posgrad::Error) name the setting, the value, where it came from, and what was
 // expected: the type, the choices or the range; an unknown key names the closest declared key.
 // to_yaml() writes every setting with its resolved value and help as a comment: loading it back
@@ -53,6 +55,9 @@ class Setting {
   const std::string& help() const { return help_; }
   const std::string& type() const { return type_; }     // "int", "float", "list of int", ...
   std::string value_text() const { return format_(); }  // as written in YAML: 0.01, [1, 2], adam
+  // Each element as text (one for a scalar): what to_yaml writes. Not split_list(value_text()):
+  // a string element may hold ", " or start with a space.
+  std::vector<std::string> value_items() const { return items_(); }
   const std::string& default_text() const { return default_text_; }
   std::string constraint_text() const;  // "one of: adam, adamw, sgd", "> 0", "" when free
   bool is_list() const { return is_list_; }
@@ -77,6 +82,7 @@ class Setting {
   // Returns "" on success, else what is wrong.
   std::function<std::string(const std::vector<std::string>&)> store_;
   std::function<std::string()> format_;
+  std::function<std::vector<std::string>()> items_;
 };
 
 class Settings {
@@ -170,6 +176,15 @@ Setting& Settings::add(std::string key, T& field, std::string help) {
       return out + "]";
     } else {
       return setting_codec::format(field);
+    }
+  };
+  s.items_ = [&field] {
+    if constexpr (is_list) {
+      std::vector<std::string> out;
+      for (const auto& element : field) out.push_back(setting_codec::format(element));
+      return out;
+    } else {
+      return std::vector<std::string>{setting_codec::format(field)};
     }
   };
   s.default_text_ = s.format_();
