@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "docs" CTest test: every command and code listing in README.md and docs/*.md (less the
+# The "docs" CTest test: every command and code listing in README.md and docs/**.md (less the
 # files in tests/docs/excluded.txt) is run, compiled or found in the source it quotes.
 #   ```cpp        a program or a snippet: built by the docs_snippets_build test (the doc_snippets
 #                 target, tests/docs/doc_snippets.cmake) and run here; it must exit 0.
@@ -46,6 +46,7 @@ declare -A QUICK_ARGS=(
   [count24]="-Dtrain.steps=300"
   [bench_sgemm]="--sizes 128 --reps 1 --no-torch"
   [bench_transformer]="--batch 2 --tokens 16 --width 32 --heads 2 --ff 64 --layers 1 --reps 1 --warmup 0 --no-torch"
+  [soak_train]="--steps 300 --warmup 100 --sample-every 100"
   [bench_attention_paths]="--cases 1d64,2d8 --reps 1 --warmup 0 --no-torch"
 )
 
@@ -62,7 +63,7 @@ while IFS= read -r line; do
   echo "excluded ${line}"
 done < "$here/excluded.txt"
 docs=()
-for f in "$src"/README.md "$src"/docs/*.md; do
+for f in "$src"/README.md "$src"/docs/*.md "$src"/docs/*/*.md; do
   rel=${f#"$src/"}
   [[ -n ${excluded[$rel]-} ]] || docs+=("$rel")
 done

@@ -9,7 +9,7 @@
 # re-runs the extraction at the next build. Files left out: tests/docs/excluded.txt.
 set(doc_dir ${PROJECT_BINARY_DIR}/doc_snippets)
 
-file(GLOB doc_files RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
+file(GLOB doc_files RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md ${PROJECT_SOURCE_DIR}/docs/*/*.md)
 list(PREPEND doc_files README.md)
 file(STRINGS ${CMAKE_CURRENT_LIST_DIR}/excluded.txt doc_exclusions REGEX "^[^#].*:")
 foreach(exclusion IN LISTS doc_exclusions)
