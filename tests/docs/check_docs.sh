@@ -46,6 +46,7 @@ declare -A QUICK_ARGS=(
   [count24]="-Dtrain.steps=300"
   [bench_sgemm]="--sizes 128 --reps 1 --no-torch"
   [bench_transformer]="--batch 2 --tokens 16 --width 32 --heads 2 --ff 64 --layers 1 --reps 1 --warmup 0 --no-torch"
+  [bench_posattn_step]="--batch 1 --side 8 --reps 1 --warmup 0"
   [soak_train]="--steps 300 --warmup 100 --sample-every 100"
   [bench_attention_paths]="--cases 1d64,2d8 --reps 1 --warmup 0 --no-torch"
 )
