@@ -226,6 +226,9 @@ void walk(const YAML::Node& map, const std::string& prefix, const Leaf& leaf, co
     fail("{}: sections nested deeper than {} levels under '{}' (an alias of a map inside itself?)", origin,
          kMaxSectionDepth, prefix.substr(0, std::min<size_t>(prefix.size(), 80)));
   for (const auto& item : map) {
+    if (!item.first.IsScalar())  // YAML allows `? {a: 1}: x` and `[a, b]: x`; as<std::string> would throw
+      fail("{} (line {}): a setting name must be plain text, not {}", origin, item.first.Mark().line + 1,
+           item.first.IsMap() ? "a map" : item.first.IsSequence() ? "a list" : "null");
     const std::string key = prefix + item.first.as<std::string>();
     if (item.second.IsMap()) walk(item.second, key + ".", leaf, origin, depth + 1);
     else leaf(key, item.second, item.first.Mark().line + 1);
