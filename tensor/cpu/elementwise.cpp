@@ -111,7 +111,10 @@ void copy_typed(const Tensor& src, Tensor& dst) {
   const S* sp = static_cast<const S*>(src.raw_data());
   D* dp = static_cast<D*>(dst.raw_data());
   if constexpr (std::is_same_v<D, S>) {
+    // An empty tensor has no storage (null data): memcpy of a null pointer is undefined even for
+    // zero bytes, so an empty contiguous copy does nothing here.
     if (src.is_contiguous() && dst.is_contiguous()) {
+      if (src.numel() == 0) return;
       std::memcpy(dp, sp, static_cast<size_t>(src.numel()) * sizeof(S));
       return;
     }
