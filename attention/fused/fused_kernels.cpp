@@ -17,13 +17,14 @@ namespace {
 constexpr double kMaskEpsilon = 1e-8;  // the reference pipeline's renormalisation epsilon
 
 // exp for the row softmax. float: a branch-free Cody-Waite reduction and a degree-6 polynomial
-// (relative error below 2e-7, inside float32's own rounding of the inputs), written so the
+// (relative error about 2e-7, inside float32's own rounding of the inputs), written so the
 // compiler vectorises the key loops; -inf and anything below -87 give exactly 0. double: std::exp
 // (the float64 path is the exact one, for tests and gradcheck).
 inline float exp_row(float x) {
   const bool underflow = x < -87.0f;
-  x = std::min(std::max(x, -87.0f), 88.0f);
-  const float n = std::floor(x * 1.44269504088896341f + 0.5f);
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  // Round to nearest by the 1.5 * 2^23 trick: std::floor would keep GCC 12 from vectorising.
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
   float p = 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
