@@ -119,12 +119,54 @@ struct Prepared {
   }
 };
 
+// segment_logits for a head width DH known at compile time and a query table: content,
+// positional and s in one pass over the keys (the d-sums stay in registers).
+template <typename T, int DH>
+void segment_logits_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const Segment& g,
+                          T* __restrict s, T* __restrict c, T* __restrict p) {
+  const int64_t N = P.N, R = P.R, len = g.len;
+  T wq[DH], wk[DH];
+  const T* kr[DH];
+  const T* tr[DH];
+  for (int d = 0; d < DH; ++d) {
+    wq[d] = qi[d];
+    wk[d] = qs[d];
+    kr[d] = hd.kt + d * N + g.j0;
+    tr[d] = hd.table_t + d * R + g.r0;
+  }
+  const T* __restrict akey = hd.akey + g.j0;
+  const T* __restrict mod = hd.mod + g.r0;
+  const T* __restrict mp = hd.modpos + g.r0;
+  const T* __restrict br = hd.bias ? hd.bias + g.r0 : nullptr;
+#pragma omp simd
+  for (int64_t t = 0; t < len; ++t) {
+    T content = akey[t], positional = br ? br[t] : T(0);
+    for (int d = 0; d < DH; ++d) {
+      content += wk[d] * kr[d][t];
+      positional += wq[d] * tr[d][t];
+    }
+    c[t] = content;
+    p[t] = positional;
+    s[t] = mod[t] * (content + mp[t] * positional);
+  }
+}
+
 // The logits of one segment: content into c, positional into p (when there is a positional
 // term), s = mod (c + modpos p), -inf at padded keys. qs = scale * q_i.
 template <typename T>
 void segment_logits(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const Segment& g, T* __restrict s,
                     T* __restrict c, T* __restrict p, bool positional) {
   const int64_t N = P.N, R = P.R, Dh = P.Dh, len = g.len;
+  if (positional && hd.table_t && (Dh == 8 || Dh == 16)) {
+    if (Dh == 8) segment_logits_fixed<T, 8>(hd, P, qi, qs, g, s, c, p);
+    else segment_logits_fixed<T, 16>(hd, P, qi, qs, g, s, c, p);
+    if (hd.padded) {
+      const uint8_t* pad = hd.padded + g.j0;
+      for (int64_t t = 0; t < len; ++t)
+        if (pad[t]) s[t] = -std::numeric_limits<T>::infinity();
+    }
+    return;
+  }
   const T* __restrict akey = hd.akey + g.j0;
 #pragma omp simd
   for (int64_t t = 0; t < len; ++t) c[t] = akey[t];
