@@ -1,8 +1,9 @@
 // bench_attention_paths: forward + backward of one multi-head attention layer whose keys are
-// limited to a window (the local_window span), through the dense reference path and the fast
-// window path, at span fractions 1, 1/2, 1/8, 1/32 of the keys, in 1-D (N = 1024, 4096) and
+// limited to a window (the local_window span), through the dense reference path, the fast
+// window path and the fused path (attention/fused/), at span fractions 1, 1/2, 1/8, 1/32 of the keys, in 1-D (N = 1024, 4096) and
 // 2-D (32x32, 64x64). The PyTorch twin (bench/attention_paths_torch.py) runs the same layer
-// densely with the same mask on the same threads. Prints medians, speedups and ratios.
+// densely with the same mask on the same threads. Prints medians, speedups and ratios; "span
+// gain" is the fused path's time at fraction 1 over its time at this fraction.
 //
 // Usage: bench_attention_paths [--batch 1] [--width 128] [--heads 4] [--reps 3] [--warmup 1]
 //                              [--cases 1d1024,1d4096,2d32,2d64] [--no-torch]
@@ -105,10 +106,11 @@ int main(int argc, char** argv) try {
   const int64_t B = a["batch"], D = a["width"], H = a["heads"];
   const int reps = static_cast<int>(a["reps"]), warmup = static_cast<int>(a["warmup"]);
   fmt::print("attention forward+backward, B={} D={} H={} (Dh={}), {} threads, median of {} runs\n", B, D, H, D / H, threads, reps);
-  fmt::print("{:>8} {:>9} {:>7} {:>12} {:>12} {:>9} {:>12} {:>10}\n", "case", "fraction", "slots", "reference ms", "fast ms",
-             "speedup", "torch ms", "fast/torch");
+  fmt::print("{:>8} {:>9} {:>7} {:>12} {:>12} {:>9} {:>10} {:>10} {:>12} {:>10}\n", "case", "fraction", "slots",
+             "reference ms", "fast ms", "speedup", "fused ms", "span gain", "torch ms", "fused/torch");
   const std::vector<std::pair<std::string, double>> fractions{{"1", 1.0}, {"1/2", 0.5}, {"1/8", 0.125}, {"1/32", 1.0 / 32}};
   for (const Case& c : cases) {
+    double fused_full = -1;
     const Positions pos = c.structure.size() == 1 ? Positions::sequence(c.structure[0]) : Positions::grid(c.structure);
     const int64_t N = pos.tokens();
     Generator gen(1);
@@ -127,6 +129,8 @@ int main(int argc, char** argv) try {
       const int64_t fast_slots = mha.layout_for(pos, false).slots();
       const double ref = time_path(mha, AttentionPath::Reference, x, pos, reps, warmup);
       const double fast = time_path(mha, AttentionPath::Fast, x, pos, reps, warmup);
+      const double fused = time_path(mha, AttentionPath::Fused, x, pos, reps, warmup);
+      if (f >= 1.0) fused_full = fused;
       double theirs = -1;
       if (torch) {
         auto t = run_torch(fmt::format("--batch {} --width {} --heads {} --reps {} --warmup {} --structure {} --radius {}", B, D, H,
@@ -135,9 +139,10 @@ int main(int argc, char** argv) try {
         if (t.count("median_ms")) theirs = t["median_ms"];
       }
       (void)slots;
-      fmt::print("{:>8} {:>9} {:>7} {:>12.1f} {:>12.1f} {:>8.2f}x {:>12} {:>10}\n", c.name, label, fast_slots, ref, fast,
-                 ref / fast, theirs > 0 ? fmt::format("{:.1f}", theirs) : "n/a",
-                 theirs > 0 ? fmt::format("{:.2f}x", fast / theirs) : "n/a");
+      fmt::print("{:>8} {:>9} {:>7} {:>12.1f} {:>12.1f} {:>8.2f}x {:>10.1f} {:>9.2f}x {:>12} {:>10}\n", c.name, label,
+                 fast_slots, ref, fast, ref / fast, fused, fused_full > 0 ? fused_full / fused : 0.0,
+                 theirs > 0 ? fmt::format("{:.1f}", theirs) : "n/a",
+                 theirs > 0 ? fmt::format("{:.2f}x", fused / theirs) : "n/a");
       std::fflush(stdout);
     }
   }

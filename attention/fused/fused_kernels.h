@@ -39,8 +39,6 @@ struct RowGeometry {
   // that query i sees. Returns the number of keys visited.
   template <typename Fn>
   int64_t for_each_segment(int64_t i, Fn&& fn) const;
-  // The most keys any query sees.
-  int64_t max_row_keys() const;
 };
 
 struct Problem {
