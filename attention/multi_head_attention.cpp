@@ -100,8 +100,13 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
       Variable o = fused_attention(q, k, v, terms, spec);  // [B, H, N, Dh]
       last_probs_ = Tensor();
       last_layout_.reset();
-      last_fused_probs_ = [qv = q.value(), kv = k.value(), vv = v.value(), terms, spec]() {
-        return fused_attention_probs(qv, kv, vv, terms, spec);
+      // For last_probs(): the values only (no autograd history kept alive).
+      FusedTerms values = terms;
+      for (Variable* t : {&values.key_bias, &values.query_table, &values.bias, &values.modulation,
+                          &values.positional_modulation, &values.prob_mask})
+        if (t->defined()) *t = t->detach();
+      last_fused_probs_ = [qv = q.value(), kv = k.value(), vv = v.value(), values, spec]() {
+        return fused_attention_probs(qv, kv, vv, values, spec);
       };
       return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {B, N, width_}));
     }
