@@ -3,6 +3,13 @@
 
 namespace posgrad {
 
+FusedTerms AttentionHook::fused_terms(const Positions& positions, DType dtype) {
+  (void)positions, (void)dtype;
+  return FusedTerms::unsupported(
+      "it does not describe its score terms, modulation or probability mask as tables (no fused_terms override); "
+      "use the reference path");
+}
+
 std::vector<AttentionHook*> attention_hooks(const Module& model) {
   std::vector<AttentionHook*> hooks;
   for (const auto& [name, module] : model.named_modules())  // each module once, shared ones too

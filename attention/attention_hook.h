@@ -9,6 +9,12 @@
 //   -- masks, softmax --
 //   prob_mask()             multiply probabilities, then renormalise         adaptive span
 //
+// The fused path (attention/fused/) never builds [B, H, N, K] logits: it asks every hook for
+// fused_terms(), the same score terms, modulation and mask as small tables over the relative
+// grid (fused_terms.h), and runs rotate() and key_range() as above. A hook that does not
+// override fused_terms() is refused by the fused path (with its name and what it lacks); the
+// reference and window paths need nothing from it.
+//
 // Shapes: q, k [B, H, N, Dh]; logits [B, H, N, K] where K is the layout's slot count
 // (score_layout.h). Content logits arrive already scaled by 1/sqrt(Dh); score terms are returned
 // in logit units (a scheme applies 1/sqrt(Dh) itself where its formula says so).
@@ -25,6 +31,7 @@
 
 #include <optional>
 
+#include "attention/fused/fused_terms.h"
 #include "attention/score_layout.h"
 #include "nn/module.h"
 
@@ -49,6 +56,9 @@ class AttentionHook : public Module {
   virtual Logits modulate(Logits logits, const ScoreLayout& layout) { (void)layout; return logits; }
   // Multiplier broadcastable to the probabilities [B, H, N, K]; undefined = no mask.
   virtual Variable prob_mask(const ScoreLayout& layout) { (void)layout; return {}; }
+  // score_terms, modulate and prob_mask of this hook as tables for the fused path (fused_terms.h),
+  // in `dtype`. The default says the hook cannot describe itself, so the fused path refuses it.
+  virtual FusedTerms fused_terms(const Positions& positions, DType dtype);
   // Extra training loss (e.g. the adaptive-span L1 penalty); undefined = none.
   virtual Variable regulariser() { return {}; }
   // Called after every optimizer step (e.g. clamping span parameters).

@@ -5,13 +5,16 @@
 #include <cmath>
 #include <limits>
 
+#include "attention/fused/fused_attention.h"
+
 namespace posgrad {
 
 AttentionPath attention_path_from_name(const std::string& name) {
   if (name == "reference") return AttentionPath::Reference;
   if (name == "fast") return AttentionPath::Fast;
   if (name == "auto") return AttentionPath::Auto;
-  fail("unknown attention path '{}'; valid names are reference, fast, auto", name);
+  if (name == "fused") return AttentionPath::Fused;
+  fail("unknown attention path '{}'; valid names are reference, fast, auto, fused", name);
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t width, int64_t heads, Generator& gen,
@@ -45,7 +48,7 @@ Variable MultiHeadAttention::split_heads(const Variable& x) const {
   return permute(reshape(x, {B, N, heads_, head_width_}), {0, 2, 1, 3});
 }
 
-ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool causal, Device device) const {
+std::optional<OffsetBox> MultiHeadAttention::key_box(const Positions& positions, bool causal) const {
   std::optional<OffsetBox> box;
   auto narrow_to = [&](const OffsetBox& b) { box = box ? box->intersect(b) : b; };
   for (const auto& hook : hooks_)
@@ -55,6 +58,11 @@ ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool caus
       fail("attention: a causal mask needs 1-D sequence positions, got {}", positions.describe());
     narrow_to(OffsetBox{{-(positions.tokens() - 1)}, {0}});
   }
+  return box;
+}
+
+ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool causal, Device device) const {
+  const std::optional<OffsetBox> box = key_box(positions, causal);
   if (box && !positions.is_tree()) {
     const OffsetBox clipped = box->intersect(OffsetBox::full(positions));
     // An empty box (a lone token whose span reaches no key) has no window to build: the dense
@@ -78,6 +86,32 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
   Variable k = split_heads(k_proj_->forward(x));
   Variable v = split_heads(v_proj_->forward(x));
   for (const auto& hook : hooks_) hook->rotate(q, k, pos);
+  last_fused_probs_ = nullptr;
+
+  // The fused path: one op over the hooks' tables (Auto takes it whenever every hook can be
+  // described; otherwise the layout rule below).
+  if (path_ == AttentionPath::Fused || (path_ == AttentionPath::Auto && x.value().device().is_cpu())) {
+    if (!x.value().device().is_cpu())
+      fail("MultiHeadAttention: the fused path is CPU code, the input is {}; use the reference path", x.value().describe());
+    FusedTerms terms = combine_fused_terms(hooks_, pos, q.dtype());
+    if (terms.supported) {
+      const FusedAttentionSpec spec{pos, key_box(pos, masks.causal), masks.key_padding,
+                                    1.0 / std::sqrt(static_cast<double>(head_width_))};
+      Variable o = fused_attention(q, k, v, terms, spec);  // [B, H, N, Dh]
+      last_probs_ = Tensor();
+      last_layout_.reset();
+      // For last_probs(): the values only (no autograd history kept alive).
+      FusedTerms values = terms;
+      for (Variable* t : {&values.key_bias, &values.query_table, &values.bias, &values.modulation,
+                          &values.positional_modulation, &values.prob_mask})
+        if (t->defined()) *t = t->detach();
+      last_fused_probs_ = [qv = q.value(), kv = k.value(), vv = v.value(), values, spec]() {
+        return fused_attention_probs(qv, kv, vv, values, spec);
+      };
+      return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {B, N, width_}));
+    }
+    if (path_ == AttentionPath::Fused) fail("MultiHeadAttention: {}", terms.unsupported_reason);
+  }
 
   const ScoreLayout layout = layout_for(pos, masks.causal, x.value().device());
   Logits logits{layout.key_dot(q, k) * (1.0 / std::sqrt(static_cast<double>(head_width_))), Variable()};
@@ -111,8 +145,13 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
   return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {B, N, width_}));
 }
 
+const Tensor& MultiHeadAttention::last_probs() const {
+  if (!last_probs_.defined() && last_fused_probs_) last_probs_ = last_fused_probs_();
+  return last_probs_;
+}
+
 Tensor MultiHeadAttention::last_dense_probs() const {
-  if (!last_layout_ || !last_layout_->is_window()) return last_probs_;
+  if (!last_layout_ || !last_layout_->is_window()) return last_probs();
   const Tensor& p = last_probs_;  // [B, H, N, W]
   const int64_t B = p.size(0), H = p.size(1), N = p.size(2), W = p.size(3);
   Tensor keys = last_layout_->key_window().key_index();  // [N, W], -1 outside

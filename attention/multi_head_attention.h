@@ -13,6 +13,9 @@
 //   hooks: prob_mask -> p = p * m / (sum p * m + 1e-8)
 //   out = sum over slots p * v[key]; merge heads; out_proj
 //
+// The fused path (attention/fused/fused_attention.h) runs the same pipeline as one op on the
+// hooks' fused_terms() tables: no [B, H, N, K] tensor, and keys outside the key range skipped.
+//
 // The reference path is the oracle; the fast path computes only the keys inside the window
 // and must agree with it forward and backward (tests/attention/test_attention_pipeline.cpp, and
 // every scheme's own test through tests/attention_paths.h).
@@ -21,6 +24,8 @@
 // Deliberately not here: cross-attention (keys from another sequence) and attention dropout.
 // Shapes: letters of shape_legend.h.
 #pragma once
+
+#include <functional>
 
 #include "attention/attention_hook.h"
 #include "attention/scaled_dot_product.h"
@@ -32,9 +37,11 @@ namespace posgrad {
 enum class AttentionPath {
   Reference,  // dense [B, H, N, N] scores from autograd primitives
   Fast,       // window layout when any key range is set (else dense)
-  Auto,       // window layout when the window has at most half the keys
+  Auto,       // fused when every hook describes itself (CPU), else window layout when the window
+              // has at most half the keys, else dense
+  Fused,      // the fused op (CPU; an Error naming the hook when a hook cannot describe itself)
 };
-AttentionPath attention_path_from_name(const std::string& name);  // reference | fast | auto
+AttentionPath attention_path_from_name(const std::string& name);  // reference | fast | auto | fused
 
 class MultiHeadAttention : public Module {
  public:
@@ -59,22 +66,28 @@ class MultiHeadAttention : public Module {
   // that device's backend, with the key range as a mask).
   ScoreLayout layout_for(const Positions& positions, bool causal, Device device = kCPU) const;
   // Probabilities of the last forward, on its layout's slots [B, H, N, K], and as dense
-  // [B, H, N, N] (window slots scattered back to their keys) for figures.
-  const Tensor& last_probs() const { return last_probs_; }
+  // [B, H, N, N] (window slots scattered back to their keys) for figures. After a fused forward
+  // they are computed on first request (dense [B, H, N, N]) from the forward's saved q, k, v.
+  const Tensor& last_probs() const;
   Tensor last_dense_probs() const;
+  // Whether the last forward ran on the fused path.
+  bool last_forward_fused() const { return static_cast<bool>(last_fused_probs_); }
 
   int64_t heads() const { return heads_; }
   int64_t width() const { return width_; }
 
  private:
   Variable split_heads(const Variable& x) const;  // [B, N, D] -> [B, H, N, Dh]
+  // The intersection of the hooks' key ranges and the causal box; none = every key.
+  std::optional<OffsetBox> key_box(const Positions& positions, bool causal) const;
 
   int64_t width_, heads_, head_width_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;
   std::vector<std::shared_ptr<AttentionHook>> hooks_;
   AttentionPath path_ = AttentionPath::Auto;
-  Tensor last_probs_;
+  mutable Tensor last_probs_;
   std::optional<ScoreLayout> last_layout_;
+  std::function<Tensor()> last_fused_probs_;  // set by a fused forward; computes last_probs_ on request
 };
 
 }  // namespace posgrad

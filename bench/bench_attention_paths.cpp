@@ -1,8 +1,11 @@
 // bench_attention_paths: forward + backward of one multi-head attention layer whose keys are
-// limited to a window (the local_window span), through the dense reference path and the fast
-// window path, at span fractions 1, 1/2, 1/8, 1/32 of the keys, in 1-D (N = 1024, 4096) and
+// limited to a window (the local_window span), through the dense reference path, the fast
+// window path and the fused path (attention/fused/), at span fractions 1, 1/2, 1/8, 1/32 of the keys, in 1-D (N = 1024, 4096) and
 // 2-D (32x32, 64x64). The PyTorch twin (bench/attention_paths_torch.py) runs the same layer
-// densely with the same mask on the same threads. Prints medians, speedups and ratios.
+// densely with the same mask on the same threads. Prints medians, speedups and ratios; "span
+// gain" is the fused path's CPU time at fraction 1 over its CPU time at this fraction (CPU time of
+// the process, steadier than wall time on a shared machine; with more than one thread it includes
+// OpenMP's spinning).
 //
 // Usage: bench_attention_paths [--batch 1] [--width 128] [--heads 4] [--reps 3] [--warmup 1]
 //                              [--cases 1d1024,1d4096,2d32,2d64] [--no-torch]
@@ -10,6 +13,7 @@
 // At f = 1 there is no window (full attention) and both paths are the dense computation.
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -47,19 +51,35 @@ int64_t radius_for(const std::vector<int64_t>& S, double fraction) {
   return std::max<int64_t>(0, static_cast<int64_t>(std::lround((side - 1) / 2)));
 }
 
-double time_path(MultiHeadAttention& mha, AttentionPath path, const Tensor& x, const Positions& pos, int reps, int warmup) {
+// The process's CPU time in ms (all threads): steadier than wall time on a shared machine.
+double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
+}
+
+struct Timing {
+  double wall_ms, cpu_ms;  // medians
+};
+
+Timing time_path(MultiHeadAttention& mha, AttentionPath path, const Tensor& x, const Positions& pos, int reps, int warmup) {
   mha.set_path(path);
-  std::vector<double> ms;
+  std::vector<double> ms, cpu;
   for (int r = 0; r < warmup + reps; ++r) {
     mha.zero_grad();
     Variable xv(x, true);
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_ms();
     Variable out = mha.forward(xv, {}, &pos);
     sum(out).backward();
+    const double c1 = cpu_ms();
     const auto t1 = std::chrono::steady_clock::now();
-    if (r >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (r >= warmup) {
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      cpu.push_back(c1 - c0);
+    }
   }
-  return median(ms);
+  return {median(ms), median(cpu)};
 }
 
 std::map<std::string, double> run_torch(const std::string& args, int threads) {
@@ -105,10 +125,11 @@ int main(int argc, char** argv) try {
   const int64_t B = a["batch"], D = a["width"], H = a["heads"];
   const int reps = static_cast<int>(a["reps"]), warmup = static_cast<int>(a["warmup"]);
   fmt::print("attention forward+backward, B={} D={} H={} (Dh={}), {} threads, median of {} runs\n", B, D, H, D / H, threads, reps);
-  fmt::print("{:>8} {:>9} {:>7} {:>12} {:>12} {:>9} {:>12} {:>10}\n", "case", "fraction", "slots", "reference ms", "fast ms",
-             "speedup", "torch ms", "fast/torch");
+  fmt::print("{:>8} {:>9} {:>7} {:>12} {:>12} {:>9} {:>10} {:>12} {:>10} {:>12} {:>10}\n", "case", "fraction", "slots",
+             "reference ms", "fast ms", "speedup", "fused ms", "fused cpu ms", "span gain", "torch ms", "fused/torch");
   const std::vector<std::pair<std::string, double>> fractions{{"1", 1.0}, {"1/2", 0.5}, {"1/8", 0.125}, {"1/32", 1.0 / 32}};
   for (const Case& c : cases) {
+    double fused_full = -1;
     const Positions pos = c.structure.size() == 1 ? Positions::sequence(c.structure[0]) : Positions::grid(c.structure);
     const int64_t N = pos.tokens();
     Generator gen(1);
@@ -125,8 +146,11 @@ int main(int argc, char** argv) try {
       const int64_t slots = mha.layout_for(pos, false).slots();
       mha.set_path(AttentionPath::Fast);
       const int64_t fast_slots = mha.layout_for(pos, false).slots();
-      const double ref = time_path(mha, AttentionPath::Reference, x, pos, reps, warmup);
-      const double fast = time_path(mha, AttentionPath::Fast, x, pos, reps, warmup);
+      const double ref = time_path(mha, AttentionPath::Reference, x, pos, reps, warmup).wall_ms;
+      const double fast = time_path(mha, AttentionPath::Fast, x, pos, reps, warmup).wall_ms;
+      const Timing fused_timing = time_path(mha, AttentionPath::Fused, x, pos, reps, warmup);
+      const double fused = fused_timing.wall_ms;
+      if (f >= 1.0) fused_full = fused_timing.cpu_ms;
       double theirs = -1;
       if (torch) {
         auto t = run_torch(fmt::format("--batch {} --width {} --heads {} --reps {} --warmup {} --structure {} --radius {}", B, D, H,
@@ -135,9 +159,11 @@ int main(int argc, char** argv) try {
         if (t.count("median_ms")) theirs = t["median_ms"];
       }
       (void)slots;
-      fmt::print("{:>8} {:>9} {:>7} {:>12.1f} {:>12.1f} {:>8.2f}x {:>12} {:>10}\n", c.name, label, fast_slots, ref, fast,
-                 ref / fast, theirs > 0 ? fmt::format("{:.1f}", theirs) : "n/a",
-                 theirs > 0 ? fmt::format("{:.2f}x", fast / theirs) : "n/a");
+      fmt::print("{:>8} {:>9} {:>7} {:>12.1f} {:>12.1f} {:>8.2f}x {:>10.1f} {:>12.1f} {:>9.2f}x {:>12} {:>10}\n", c.name,
+                 label, fast_slots, ref, fast, ref / fast, fused, fused_timing.cpu_ms,
+                 fused_full > 0 ? fused_full / fused_timing.cpu_ms : 0.0,
+                 theirs > 0 ? fmt::format("{:.1f}", theirs) : "n/a",
+                 theirs > 0 ? fmt::format("{:.2f}x", fused / theirs) : "n/a");
       std::fflush(stdout);
     }
   }

@@ -7,6 +7,7 @@
 // allocator's counters (tensor/cpu/caching_allocator.h) over the timed steps.
 //
 // Usage: bench_posattn_step [--batch 4] [--side 32] [--dims 1] [--span 1] [--reps 5] [--warmup 1]
+//                           [--path auto|reference|fast|fused] [--scheme siren|txl_baseline|...]
 // Deliberately no PyTorch twin: it measures posgrad against itself (allocator on/off, etc.).
 #include <sys/resource.h>
 
@@ -44,8 +45,17 @@ Usage usage_now() {
 int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 4}, {"side", 32}, {"dims", 1}, {"span", 1},
                                    {"reps", 5},  {"warmup", 1}, {"classes", 10}};
+  std::string path = "auto", scheme = "siren";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--path" && i + 1 < argc) {
+      path = argv[++i];
+      continue;
+    }
+    if (arg == "--scheme" && i + 1 < argc) {
+      scheme = argv[++i];
+      continue;
+    }
     if (arg.rfind("--", 0) != 0 || i + 1 >= argc || !a.count(arg.substr(2)))
       fail("bench_posattn_step: unknown or incomplete argument '{}'", arg);
     a[arg.substr(2)] = std::stoll(argv[++i]);
@@ -60,6 +70,8 @@ int main(int argc, char** argv) try {
   cfg.dims = a["dims"];
   cfg.structure = {side, side};
   cfg.span = a["span"] != 0;
+  cfg.path = attention_path_from_name(path);
+  cfg.positional = scheme;
   Generator gen(0);
   PosattnClassifier model(cfg, gen);
   Adam opt(model.parameters(), AdamOptions{});
@@ -89,8 +101,8 @@ int main(int argc, char** argv) try {
   const CpuMemoryStats memory = cpu_memory_stats();
   std::sort(runs.begin(), runs.end());
   const double reps = double(a["reps"]);
-  fmt::print("posattn training step  B={} N={} dims={} span={}  threads={}\n", a["batch"], side * side,
-             a["dims"], a["span"], threads);
+  fmt::print("posattn training step  B={} N={} dims={} span={} scheme={} path={}  threads={}\n", a["batch"],
+             side * side, a["dims"], a["span"], scheme, path, threads);
   fmt::print("  median {:.1f} ms  (runs: {:.1f})\n", runs[runs.size() / 2], fmt::join(runs, ", "));
   fmt::print("  per step: user {:.2f} s  sys {:.2f} s  minor faults {:.0f}\n",
              (after.user_s - before.user_s) / reps, (after.system_s - before.system_s) / reps,

@@ -45,6 +45,12 @@ Logits Alibi::score_terms(const Variable& q, const Variable& k, const ScoreLayou
   return terms;
 }
 
+FusedTerms Alibi::fused_terms(const Positions& positions, DType dtype) {
+  FusedTerms terms;
+  terms.bias = Variable(relative_table(positions).to(dtype));
+  return terms;
+}
+
 std::string Alibi::summary() const {
   return fmt::format("alibi (slopes 2^{:.3g} .. 2^{:.3g})", std::log2(slopes_.front()), std::log2(slopes_.back()));
 }

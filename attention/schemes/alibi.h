@@ -30,6 +30,7 @@ class Alibi : public AttentionHook {
   explicit Alibi(int64_t heads);
 
   Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override;
+  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // bias [H, R]
   std::string summary() const override;
 
   // The bias over the relative grid, [H, R] float64: -m_h * distance(entry).

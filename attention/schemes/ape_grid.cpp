@@ -79,6 +79,12 @@ Logits ApeGrid::modulate(Logits logits, const ScoreLayout& layout) {
   return scale_logits(std::move(logits), layout.gather_relative(table));
 }
 
+FusedTerms ApeGrid::fused_terms(const Positions& positions, DType dtype) {
+  FusedTerms terms;
+  if (settings_.decays()) terms.modulation = Variable(decay_table(positions, dtype));
+  return terms;
+}
+
 std::string ApeGrid::summary() const {
   return fmt::format("ape_grid (axes={}, H={}, Dh={} = {} x {}, {})", axes_, heads_, head_width_, axes_, part_,
                      settings_.describe());

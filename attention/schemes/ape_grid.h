@@ -29,6 +29,7 @@ class ApeGrid : public AttentionHook {
 
   void rotate(Variable& q, Variable& k, const Positions& positions) override;
   Logits modulate(Logits logits, const ScoreLayout& layout) override;
+  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // modulation: the decay [R]
   std::string summary() const override;
 
   // The maps of axis a for every token: W_a^{c_a(t)}, [H, N, d, d], for a = 0..n-1.

@@ -49,6 +49,12 @@ Logits ApeSequence::modulate(Logits logits, const ScoreLayout& layout) {
   return scale_logits(std::move(logits), layout.gather_relative(table));  // [N, K] or [1, K]
 }
 
+FusedTerms ApeSequence::fused_terms(const Positions& positions, DType dtype) {
+  FusedTerms terms;
+  if (settings_.decays()) terms.modulation = Variable(decay_table(positions, dtype));
+  return terms;
+}
+
 std::string ApeSequence::summary() const {
   return fmt::format("ape (H={}, Dh={}, {})", heads_, head_width_, settings_.describe());
 }

@@ -25,6 +25,7 @@ class ApeSequence : public AttentionHook {
 
   void rotate(Variable& q, Variable& k, const Positions& positions) override;
   Logits modulate(Logits logits, const ScoreLayout& layout) override;
+  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // modulation: the decay [R]
   std::string summary() const override;
 
   // The map of every token: W^t for t = 0..N-1, [H, N, Dh, Dh].

@@ -163,6 +163,13 @@ Logits ApeTree::modulate(Logits logits, const ScoreLayout& layout) {
   return scale_logits(std::move(logits), factor);
 }
 
+FusedTerms ApeTree::fused_terms(const Positions&, DType) {
+  if (settings_.decays())
+    return FusedTerms::unsupported("its tree decay depends on each example's heap positions (a [B, N, N] factor, "
+                                   "not a table over a relative grid)");
+  return {};
+}
+
 std::string ApeTree::summary() const {
   return fmt::format("ape_tree (kappa={}, H={}, Dh={}, {}, mapping={}, decay_distance={}, {})", branching_, heads_,
                      head_width_, shared_heads_ ? "shared heads" : "per-head", mapping_name(mapping_),

@@ -50,6 +50,8 @@ class ApeTree : public AttentionHook {
 
   void rotate(Variable& q, Variable& k, const Positions& positions) override;
   Logits modulate(Logits logits, const ScoreLayout& layout) override;
+  // Without decay: nothing (rotate only). With decay: unsupported (a [B, N, N] factor per batch).
+  FusedTerms fused_terms(const Positions& positions, DType dtype) override;
   std::string summary() const override;
 
   // The maps M of the given heap positions, in order: [P, H|1, Dh, Dh] (1 when heads share).

@@ -44,4 +44,14 @@ Logits RelativeEncodingScheme::score_terms(const Variable& q, const Variable& k,
   return terms;
 }
 
+FusedTerms RelativeEncodingScheme::fused_terms(const Positions& positions, DType dtype) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_width_));
+  Variable table = relative_table(positions, dtype) * scale;  // [H, R, Dh]
+  FusedTerms terms;
+  terms.key_bias = u_ * scale;                                                      // [H, Dh]
+  terms.query_table = table;                                                        // [H, R, Dh]
+  terms.bias = sum(table * unsqueeze(v_, 1), {2});                                  // [H, R]
+  return terms;
+}
+
 }  // namespace posgrad

@@ -30,6 +30,8 @@ class RelativeEncodingScheme : public AttentionHook {
   Variable relative_table(const Positions& positions, DType dtype);
 
   Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override;
+  // key_bias u / sqrt(Dh), query_table E / sqrt(Dh), bias (v . E) / sqrt(Dh).
+  FusedTerms fused_terms(const Positions& positions, DType dtype) override;
 
   const Variable& u() const { return u_; }  // [H, Dh]
   const Variable& v() const { return v_; }  // [H, Dh]

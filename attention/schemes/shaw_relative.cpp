@@ -57,6 +57,13 @@ Logits ShawRelative::score_terms(const Variable& q, const Variable& k, const Sco
   return terms;
 }
 
+FusedTerms ShawRelative::fused_terms(const Positions& positions, DType dtype) {
+  (void)dtype;  // the table is r's dtype; the fused op names a mismatch
+  FusedTerms terms;
+  terms.query_table = relative_table(positions);  // [H, R, Dh]
+  return terms;
+}
+
 std::string ShawRelative::summary() const {
   return fmt::format("shaw (window {}{})", window_, per_head_ ? ", per head" : "");
 }

@@ -31,6 +31,7 @@ class ShawRelative : public AttentionHook {
                Generator& gen);
 
   Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override;
+  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // query_table
   std::string summary() const override;
 
   const Variable& r() const { return r_; }  // [(2w+1)^n, Dh] or [H, (2w+1)^n, Dh]

@@ -45,16 +45,24 @@ std::vector<int64_t> T5Bias::buckets_of(const std::vector<int64_t>& offsets) con
   return out;
 }
 
-Logits T5Bias::score_terms(const Variable&, const Variable&, const ScoreLayout& layout) {
-  const Positions& pos = layout.positions();
+Variable T5Bias::relative_bias(const Positions& pos) const {
   if (pos.is_tree() || pos.dims() != 1) fail("t5_bias: needs 1-D sequence positions, got {}", pos.describe());
-  // One bucket per relative entry, then the table [buckets, H] becomes [H, R] ...
+  // One bucket per relative entry, then the table [buckets, H] becomes [H, R].
   const Tensor bucket = Tensor::from_vector(buckets_of(pos.relative_offsets().to_vector<int64_t>()), {pos.relative_size()})
                             .to(bias_.value().device());
-  Variable per_entry = transpose(index_select(bias_, 0, bucket), 0, 1);  // [H, R]
-  // ... which the layout puts on the score slots: [H, N, K] (dense) or [H, 1, K] (window).
+  return transpose(index_select(bias_, 0, bucket), 0, 1);  // [H, R]
+}
+
+Logits T5Bias::score_terms(const Variable&, const Variable&, const ScoreLayout& layout) {
+  // The layout puts the [H, R] table on the score slots: [H, N, K] (dense) or [H, 1, K] (window).
   Logits terms;
-  terms.positional = unsqueeze(layout.gather_relative(per_entry), 0);
+  terms.positional = unsqueeze(layout.gather_relative(relative_bias(layout.positions())), 0);
+  return terms;
+}
+
+FusedTerms T5Bias::fused_terms(const Positions& positions, DType) {
+  FusedTerms terms;
+  terms.bias = relative_bias(positions);
   return terms;
 }
 

@@ -29,7 +29,10 @@ class T5Bias : public AttentionHook {
   std::vector<int64_t> buckets_of(const std::vector<int64_t>& offsets) const;
 
   Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override;
+  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // bias [H, R]
   std::string summary() const override;
+  // The bias of every relative entry: [H, R] (differentiable in the bucket table).
+  Variable relative_bias(const Positions& positions) const;
 
  private:
   int64_t heads_, buckets_, max_distance_;

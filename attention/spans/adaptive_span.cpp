@@ -66,6 +66,12 @@ Variable AdaptiveSpan::prob_mask(const ScoreLayout& layout) {
   return unsqueeze(layout.gather_relative(relative_mask(layout.positions(), dtype)), 0);  // [1, H, N|1, K]
 }
 
+FusedTerms AdaptiveSpan::fused_terms(const Positions& positions, DType) {
+  FusedTerms terms;
+  terms.prob_mask = relative_mask(positions, c_.dtype());
+  return terms;
+}
+
 Variable AdaptiveSpan::regulariser() { return mean(c_) * (loss_coef_ * static_cast<double>(max_span_)); }
 
 void AdaptiveSpan::after_optimizer_step() {

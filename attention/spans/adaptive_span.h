@@ -36,6 +36,7 @@ class AdaptiveSpan : public AttentionHook {
 
   std::optional<OffsetBox> key_range(const Positions& positions) const override;
   Variable prob_mask(const ScoreLayout& layout) override;
+  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // prob_mask [H, R]
   Variable regulariser() override;
   void after_optimizer_step() override;
   std::string summary() const override;

@@ -92,6 +92,12 @@ Logits GaussianSpan::modulate(Logits logits, const ScoreLayout& layout) {
   return logits;
 }
 
+FusedTerms GaussianSpan::fused_terms(const Positions& positions, DType dtype) {
+  FusedTerms terms;
+  (options_.positional_only ? terms.positional_modulation : terms.modulation) = gaussian(positions, dtype);
+  return terms;
+}
+
 std::string GaussianSpan::summary() const {
   std::vector<std::string> sig;
   for (double s : sigma_values()) sig.push_back(fmt::format("{:.4g}", s));

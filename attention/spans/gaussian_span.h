@@ -50,6 +50,8 @@ class GaussianSpan : public AttentionHook {
 
   std::optional<OffsetBox> key_range(const Positions& positions) const override;
   Logits modulate(Logits logits, const ScoreLayout& layout) override;
+  // modulation (all_logits) or positional_modulation (positional_logits): G [R].
+  FusedTerms fused_terms(const Positions& positions, DType dtype) override;
   std::string summary() const override;
 
   // G on the relative grid of `positions`: [R] in `dtype`, differentiable in sigma.

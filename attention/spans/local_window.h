@@ -15,6 +15,7 @@ class LocalWindow : public AttentionHook {
  public:
   LocalWindow(int64_t radius, bool causal);
   std::optional<OffsetBox> key_range(const Positions& positions) const override;
+  FusedTerms fused_terms(const Positions&, DType) override { return {}; }  // key_range only
   std::string summary() const override;
 
  private:

@@ -1,0 +1,237 @@
+// fused_attention and combine_fused_terms (see fused_attention.h): argument checks, the tables
+// brought to the kernels' layouts ([H, R], [H, Dh, R]) by differentiable ops, and the autograd
+// record around the kernels of fused_kernels.cpp.
+// Shapes: letters of shape_legend.h.
+#include "attention/fused/fused_attention.h"
+
+#include <fmt/format.h>
+
+#include "attention/fused/fused_kernels.h"
+#include "attention/scaled_dot_product.h"
+
+namespace posgrad {
+
+namespace {
+
+using fused_detail::Problem;
+
+// The tables as the kernels read them (contiguous, per head); undefined = absent.
+struct KernelTables {
+  Variable key_bias;               // [H, Dh]
+  Variable query_table_t;          // [H, Dh, R]
+  Variable bias, modulation, positional_modulation, prob_mask;  // [H, R]
+  std::vector<Variable*> all() {
+    return {&key_bias, &query_table_t, &bias, &modulation, &positional_modulation, &prob_mask};
+  }
+};
+
+void check_table(const Variable& t, const char* name, DType dtype) {
+  if (!t.value().device().is_cpu())
+    fail("fused attention: table {} must be on the CPU, got {}", name, t.value().describe());
+  if (t.dtype() != dtype)
+    fail("fused attention: table {} is {} but q is {}; convert the hook with to()", name, t.value().describe(),
+         dtype_name(dtype));
+}
+
+// [R] or [H, R] -> contiguous [H, R].
+Variable per_head(const Variable& t, const char* name, int64_t H, int64_t R, DType dtype) {
+  if (!t.defined()) return t;
+  check_table(t, name, dtype);
+  if (t.dim() == 1 && t.size(0) == R) return contiguous(expand(unsqueeze(t, 0), {H, R}));
+  if (t.dim() == 2 && t.size(0) == H && t.size(1) == R) return contiguous(t);
+  fail("fused attention: table {} must be [R] or [H, R] = [{}, {}], got {}", name, H, R, t.value().describe());
+}
+
+KernelTables kernel_tables(const FusedTerms& terms, int64_t H, int64_t R, int64_t Dh, DType dtype) {
+  KernelTables kt;
+  if (terms.key_bias.defined()) {
+    check_table(terms.key_bias, "key_bias", dtype);
+    if (terms.key_bias.dim() != 2 || terms.key_bias.size(0) != H || terms.key_bias.size(1) != Dh)
+      fail("fused attention: key_bias must be [H, Dh] = [{}, {}], got {}", H, Dh, terms.key_bias.value().describe());
+    kt.key_bias = contiguous(terms.key_bias);
+  }
+  if (terms.query_table.defined()) {
+    check_table(terms.query_table, "query_table", dtype);
+    const Variable& t = terms.query_table;
+    if (t.dim() != 3 || t.size(0) != H || t.size(1) != R || t.size(2) != Dh)
+      fail("fused attention: query_table must be [H, R, Dh] = [{}, {}, {}], got {}", H, R, Dh, t.value().describe());
+    kt.query_table_t = contiguous(transpose(t, 1, 2));  // [H, Dh, R]
+  }
+  kt.bias = per_head(terms.bias, "bias", H, R, dtype);
+  kt.modulation = per_head(terms.modulation, "modulation", H, R, dtype);
+  kt.positional_modulation = per_head(terms.positional_modulation, "positional_modulation", H, R, dtype);
+  kt.prob_mask = per_head(terms.prob_mask, "prob_mask", H, R, dtype);
+  return kt;
+}
+
+template <typename T>
+fused_detail::Tables<T> table_pointers(const std::vector<Tensor>& t) {  // in KernelTables::all() order
+  auto ptr = [&](size_t i) -> const T* { return t[i].defined() ? t[i].data<T>() : nullptr; };
+  return {ptr(0), ptr(1), ptr(2), ptr(3), ptr(4), ptr(5)};
+}
+
+// Everything the kernels need besides the tensors; `padded` owns the padding bytes.
+struct Setup {
+  Problem problem;
+  std::shared_ptr<std::vector<uint8_t>> padded;
+};
+
+Setup make_setup(const Tensor& q, const FusedAttentionSpec& spec, bool uses_tables) {
+  Setup s;
+  Problem& P = s.problem;
+  P.B = q.size(0), P.H = q.size(1), P.N = q.size(2), P.Dh = q.size(3);
+  P.scale = spec.scale;
+  const Positions& pos = spec.positions;
+  if (pos.tokens() != P.N)
+    fail("fused attention: q has N = {} tokens but the positions describe {} ({})", P.N, pos.tokens(), pos.describe());
+  P.geometry.tokens = P.N;
+  if (pos.is_tree()) {
+    if (spec.box) fail("fused attention: a key range needs grid positions, not {}", pos.describe());
+    if (uses_tables)
+      fail("fused attention: relative tables need grid or sequence positions, not {}", pos.describe());
+    P.R = 0;
+  } else {
+    P.R = pos.relative_size();
+    const OffsetBox full = OffsetBox::full(pos);
+    const OffsetBox box = spec.box ? spec.box->intersect(full) : full;
+    P.geometry.structure = pos.structure();
+    P.geometry.lo = box.lo;
+    P.geometry.hi = box.hi;
+    if (P.geometry.structure.size() > 8) fail("fused attention: at most 8 positional dims, got {}", pos.describe());
+  }
+  if (spec.key_padding.defined()) {
+    const Tensor& m = spec.key_padding;
+    if (m.dim() != 2 || m.size(0) != P.B || m.size(1) != P.N)
+      fail("fused attention: key_padding must be [B, N] = [{}, {}], got {}", P.B, P.N, m.describe());
+    const std::vector<double> flags = mask_indicator(m.to(kCPU), kFloat64).to_vector<double>();
+    s.padded = std::make_shared<std::vector<uint8_t>>(flags.size());
+    for (size_t i = 0; i < flags.size(); ++i) (*s.padded)[i] = flags[i] != 0.0 ? 1 : 0;
+    P.padded = s.padded->data();
+  }
+  return s;
+}
+
+void check_qkv(const Variable& q, const Variable& k, const Variable& v) {
+  if (!q.defined() || !k.defined() || !v.defined()) fail("fused attention: undefined q, k or v");
+  if (q.dim() != 4 || q.shape() != k.shape() || q.shape() != v.shape())
+    fail("fused attention: q, k, v must all be [B, H, N, Dh] with equal shapes, got q {}, k {}, v {}",
+         q.value().describe(), k.value().describe(), v.value().describe());
+  if (!q.value().device().is_cpu() || !k.value().device().is_cpu() || !v.value().device().is_cpu())
+    fail("fused attention: the fused path is CPU code; got q {} (use the reference path on other devices)",
+         q.value().describe());
+  if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
+    fail("fused attention: q, k, v must share float32 or float64, got {}, {}, {}", q.value().describe(),
+         k.value().describe(), v.value().describe());
+}
+
+Tensor run_forward(const Setup& s, const std::vector<Tensor>& tables, const Tensor& q, const Tensor& k,
+                   const Tensor& v, Tensor& lse, Tensor* dense_probs) {
+  const Problem& P = s.problem;
+  Tensor out = Tensor::empty(q.shape(), q.dtype());
+  lse = Tensor::empty({P.B, P.H, P.N}, q.dtype());
+  if (dense_probs) *dense_probs = Tensor::zeros({P.B, P.H, P.N, P.N}, q.dtype());  // rows without keys stay 0
+  dispatch_float(q.dtype(), "fused attention", [&]<typename T>() {
+    fused_detail::forward<T>(P, table_pointers<T>(tables), q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(),
+                             lse.data<T>(), dense_probs ? dense_probs->data<T>() : nullptr);
+  });
+  return out;
+}
+
+}  // namespace
+
+FusedTerms combine_fused_terms(const std::vector<std::shared_ptr<AttentionHook>>& hooks, const Positions& positions,
+                               DType dtype) {
+  FusedTerms all;
+  std::string mask_owner;
+  auto add = [](Variable& acc, const Variable& t) {
+    if (t.defined()) acc = acc.defined() ? acc + t : t;
+  };
+  auto multiply = [](Variable& acc, const Variable& t) {
+    if (t.defined()) acc = acc.defined() ? acc * t : t;
+  };
+  for (const auto& hook : hooks) {
+    FusedTerms t = hook->fused_terms(positions, dtype);
+    if (!t.supported)
+      return FusedTerms::unsupported(fmt::format("hook '{}' cannot run on the fused path: {}", hook->summary(),
+                                                 t.unsupported_reason));
+    add(all.key_bias, t.key_bias);
+    add(all.query_table, t.query_table);
+    add(all.bias, t.bias);
+    multiply(all.modulation, t.modulation);
+    multiply(all.positional_modulation, t.positional_modulation);
+    if (t.prob_mask.defined()) {
+      if (all.prob_mask.defined())
+        return FusedTerms::unsupported(fmt::format(
+            "hooks '{}' and '{}' both mask probabilities; two renormalisations in a row are not one mask table",
+            mask_owner, hook->summary()));
+      all.prob_mask = t.prob_mask;
+      mask_owner = hook->summary();
+    }
+  }
+  return all;
+}
+
+Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const FusedTerms& terms,
+                         const FusedAttentionSpec& spec) {
+  check_qkv(q, k, v);
+  if (!terms.supported) fail("fused attention: {}", terms.unsupported_reason);
+  const int64_t H = q.size(1), Dh = q.size(3);
+  const bool uses_tables = terms.query_table.defined() || terms.bias.defined() || terms.modulation.defined() ||
+                           terms.positional_modulation.defined() || terms.prob_mask.defined();
+  const Setup setup = make_setup(q.value(), spec, uses_tables);
+  KernelTables kt = kernel_tables(terms, H, setup.problem.R, Dh, q.dtype());
+
+  std::vector<Variable> inputs{q, k, v};
+  std::vector<Tensor> table_values;  // in KernelTables::all() order, undefined where absent
+  std::vector<int> table_slot;       // input index of each table (-1 absent)
+  for (Variable* t : kt.all()) {
+    table_values.push_back(t->defined() ? t->value() : Tensor());
+    table_slot.push_back(t->defined() ? static_cast<int>(inputs.size()) : -1);
+    if (t->defined()) inputs.push_back(*t);
+  }
+  const Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
+  Tensor lse;
+  Tensor out = run_forward(setup, table_values, qc, kc, vc, lse, nullptr);
+  return record("fused_attention", out, inputs,
+                [setup, table_values, table_slot, qc, kc, vc, out, lse](const Tensor& g, const std::vector<bool>& needs) {
+                  const Problem& P = setup.problem;
+                  const Tensor gc = g.contiguous();
+                  std::vector<Tensor> grads(needs.size());
+                  Tensor dq = Tensor::empty(qc.shape(), qc.dtype()), dk = Tensor::empty(qc.shape(), qc.dtype()),
+                         dv = Tensor::empty(qc.shape(), qc.dtype());
+                  std::vector<Tensor> dtables(table_values.size());
+                  for (size_t i = 0; i < table_values.size(); ++i)
+                    if (table_slot[i] >= 0 && needs[static_cast<size_t>(table_slot[i])])
+                      dtables[i] = Tensor::empty(table_values[i].shape(), qc.dtype());
+                  dispatch_float(qc.dtype(), "fused attention backward", [&]<typename T>() {
+                    auto ptr = [&](size_t i) -> T* { return dtables[i].defined() ? dtables[i].data<T>() : nullptr; };
+                    fused_detail::Grads<T> gr{dq.data<T>(), dk.data<T>(), dv.data<T>(), ptr(0), ptr(1), ptr(2),
+                                              ptr(3), ptr(4), ptr(5)};
+                    fused_detail::backward<T>(P, table_pointers<T>(table_values), qc.data<T>(), kc.data<T>(),
+                                              vc.data<T>(), out.data<T>(), lse.data<T>(), gc.data<T>(), gr);
+                  });
+                  if (needs[0]) grads[0] = dq;
+                  if (needs[1]) grads[1] = dk;
+                  if (needs[2]) grads[2] = dv;
+                  for (size_t i = 0; i < table_values.size(); ++i)
+                    if (table_slot[i] >= 0) grads[static_cast<size_t>(table_slot[i])] = dtables[i];
+                  return grads;
+                });
+}
+
+Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, const FusedTerms& terms,
+                             const FusedAttentionSpec& spec) {
+  NoGradGuard no_grad;
+  check_qkv(Variable(q), Variable(k), Variable(v));
+  const bool uses_tables = terms.query_table.defined() || terms.bias.defined() || terms.modulation.defined() ||
+                           terms.positional_modulation.defined() || terms.prob_mask.defined();
+  const Setup setup = make_setup(q, spec, uses_tables);
+  KernelTables kt = kernel_tables(terms, q.size(1), setup.problem.R, q.size(3), q.dtype());
+  std::vector<Tensor> table_values;
+  for (Variable* t : kt.all()) table_values.push_back(t->defined() ? t->value().contiguous() : Tensor());
+  Tensor lse, probs;
+  run_forward(setup, table_values, q.contiguous(), k.contiguous(), v.contiguous(), lse, &probs);
+  return probs;
+}
+
+}  // namespace posgrad

@@ -1,0 +1,138 @@
+// The CPU kernels of the fused attention op (fused_attention.h): forward and backward of
+//
+//   content(i, j)    = scale q_i . k_j + a_h . k_j
+//   positional(i, j) = q_i . T[h, r] + c[h, r]                        r = rel(i, j)
+//   s(i, j)          = G[h, r] (content + P[h, r] positional)         -inf for padded keys
+//   e(i, j)          = exp(s - max_j s)
+//   out_i            = sum_j e M[h, r] v_j / (sum_j e M[h, r] + 1e-8 sum_j e)   (mask M)
+//                    = sum_j e v_j / sum_j e                                     (no mask)
+//
+// over only the keys inside the key box of query i. Keys are visited in segments: runs of
+// consecutive keys along the last grid dim, which are also consecutive entries of the relative
+// grid, so every table is read with unit stride and the inner loops vectorise over keys (k and
+// v are transposed per head to [Dh, N]; with the thesis's Dh = 8 a vector over Dh would be one
+// register wide). A query row's logits live in a per-thread buffer of at most N values: memory
+// is O(B H N Dh) + tables + O(threads N), never [B, H, N, N]. The forward saves one number per
+// row, lse = max + log(denominator); the backward recomputes the row's logits from q, k and the
+// tables (FlashAttention-2 style) and accumulates dq, dk, dv and every table's gradient
+// (tables in per-thread buffers, summed at the end).
+//
+// Deliberately not here: autograd, argument checks and the combination of the hooks' tables
+// (fused_attention.cpp).
+// Shapes: letters of shape_legend.h; T, c, G, P, M above are the FusedTerms tables query_table,
+// bias, modulation, positional_modulation and prob_mask.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace posgrad::fused_detail {
+
+// Which keys each query sees: the clipped offset box on the grid (all keys when `structure` is
+// empty: tree positions, where no table may be used).
+struct RowGeometry {
+  std::vector<int64_t> structure;  // S per dim; empty = no grid
+  std::vector<int64_t> lo, hi;     // inclusive offset box per dim, inside the grid's range
+  int64_t tokens = 0;              // N
+
+  // Calls fn(j0, r0, len) for every run of keys j0 .. j0+len-1 (relative entries r0 .. r0+len-1)
+  // that query i sees. Returns the number of keys visited.
+  template <typename Fn>
+  int64_t for_each_segment(int64_t i, Fn&& fn) const;
+};
+
+struct Problem {
+  int64_t B = 0, H = 0, N = 0, Dh = 0, R = 0;
+  double scale = 1.0;
+  const uint8_t* padded = nullptr;  // [B, N], 1 = padded key; null = none
+  RowGeometry geometry;
+};
+
+// Table pointers (null = absent). query_table is transposed: [H, Dh, R].
+template <typename T>
+struct Tables {
+  const T* key_bias = nullptr;       // [H, Dh]
+  const T* query_table_t = nullptr;  // [H, Dh, R]
+  const T* bias = nullptr;           // [H, R]
+  const T* modulation = nullptr;     // [H, R]
+  const T* positional_modulation = nullptr;  // [H, R]
+  const T* prob_mask = nullptr;      // [H, R]
+};
+
+template <typename T>
+struct Grads {
+  T* dq = nullptr;  // [B, H, N, Dh] (all three required)
+  T* dk = nullptr;
+  T* dv = nullptr;
+  T* key_bias = nullptr;       // [H, Dh]      (null: not needed)
+  T* query_table_t = nullptr;  // [H, Dh, R]
+  T* bias = nullptr;           // [H, R]
+  T* modulation = nullptr;     // [H, R]
+  T* positional_modulation = nullptr;
+  T* prob_mask = nullptr;
+};
+
+// q, k, v [B, H, N, Dh] contiguous -> out [B, H, N, Dh], lse [B, H, N] (+inf for a row that sees
+// no key: its output is 0). `dense_probs` (nullable, zeroed by the caller) receives the final
+// probabilities [B, H, N, N] (for figures; O(N^2), only on request).
+template <typename T>
+void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
+             T* dense_probs);
+
+// Gradients for dout [B, H, N, Dh]; out and lse from forward. Fills every non-null pointer of
+// `grads` (overwrites, does not add).
+template <typename T>
+void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
+              const T* lse, const T* dout, const Grads<T>& grads);
+
+// ------------------------------------------------------------------ inline definitions
+
+template <typename Fn>
+int64_t RowGeometry::for_each_segment(int64_t i, Fn&& fn) const {
+  const int64_t n = static_cast<int64_t>(structure.size());
+  if (n == 0) {
+    fn(int64_t{0}, int64_t{0}, tokens);
+    return tokens;
+  }
+  constexpr int kMaxDims = 8;
+  int64_t coord[kMaxDims], olo[kMaxDims], ohi[kMaxDims], o[kMaxDims], gstride[kMaxDims], rstride[kMaxDims];
+  int64_t rem = i;
+  for (int64_t d = n - 1; d >= 0; --d) {
+    coord[d] = rem % structure[d];
+    rem /= structure[d];
+  }
+  gstride[n - 1] = 1;
+  rstride[n - 1] = 1;
+  for (int64_t d = n - 2; d >= 0; --d) {
+    gstride[d] = gstride[d + 1] * structure[d + 1];
+    rstride[d] = rstride[d + 1] * (2 * structure[d + 1] - 1);
+  }
+  for (int64_t d = 0; d < n; ++d) {
+    olo[d] = lo[d] > -coord[d] ? lo[d] : -coord[d];
+    ohi[d] = hi[d] < structure[d] - 1 - coord[d] ? hi[d] : structure[d] - 1 - coord[d];
+    if (olo[d] > ohi[d]) return 0;
+    o[d] = olo[d];
+  }
+  const int64_t last = n - 1, len = ohi[last] - olo[last] + 1;
+  int64_t visited = 0;
+  while (true) {
+    int64_t j0 = 0, r0 = 0;
+    for (int64_t d = 0; d < n; ++d) {
+      j0 += (coord[d] + o[d]) * gstride[d];
+      r0 += (o[d] + structure[d] - 1) * rstride[d];
+    }
+    fn(j0, r0, len);
+    visited += len;
+    // Next combination of the leading dims' offsets (odometer, last leading dim fastest).
+    int64_t d = last - 1;
+    while (d >= 0 && o[d] == ohi[d]) {
+      o[d] = olo[d];
+      --d;
+    }
+    if (d < 0) break;
+    ++o[d];
+  }
+  return visited;
+}
+
+}  // namespace posgrad::fused_detail

@@ -1,0 +1,516 @@
+// The fused attention kernels' code (see fused_kernels.h), included by two translation units
+// that compile it for different vector widths: fused_kernels_wide.cpp (the compiler's widest
+// vectors, for long runs of keys: sequences) and fused_kernels_narrow.cpp (256-bit vectors,
+// whose scalar remainders are half as long, for the short runs of keys of 2-D grid rows).
+// fused_kernels.cpp picks one per call. Each includer defines POSGRAD_FUSED_VARIANT, the
+// namespace the code goes into. Deliberately not here: the choice of variant.
+// Shapes: letters of shape_legend.h.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "attention/fused/fused_kernels.h"
+#include "tensor/cpu/parallel.h"
+#include "tensor/tensor.h"
+
+#ifndef POSGRAD_FUSED_VARIANT
+#error "define POSGRAD_FUSED_VARIANT (the namespace of this copy of the kernels) before including fused_kernels_impl.h"
+#endif
+
+namespace posgrad::fused_detail::POSGRAD_FUSED_VARIANT {
+
+
+namespace {
+
+constexpr double kMaskEpsilon = 1e-8;  // the reference pipeline's renormalisation epsilon
+
+// exp for the row softmax. float: a branch-free Cody-Waite reduction and a degree-6 polynomial
+// (relative error about 2e-7, inside float32's own rounding of the inputs), written so the
+// compiler vectorises the key loops; -inf and anything below -87 give exactly 0. double: std::exp
+// (the float64 path is the exact one, for tests and gradcheck).
+inline float exp_row(float x) {
+  const bool underflow = x < -87.0f;
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  // Round to nearest by the 1.5 * 2^23 trick: std::floor would keep GCC 12 from vectorising.
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  return underflow ? 0.0f : p * scale;
+}
+inline double exp_row(double x) { return std::exp(x); }
+
+#ifdef POSGRAD_OPENMP
+int thread_count() { return cpu::max_threads(); }
+int thread_id() { return omp_get_thread_num(); }
+#else
+int thread_count() { return 1; }
+int thread_id() { return 0; }
+#endif
+
+struct Segment {
+  int64_t j0, r0, len;
+};
+
+// Everything one (batch, head) reads: k and v transposed to [Dh, N], the key-bias dots, the
+// tables of head h (absent ones point at constant ones/zeros, so the loops need no branches).
+template <typename T>
+struct Head {
+  const T* q;       // [N, Dh]
+  const T* kt;      // [Dh, N]
+  const T* vt;      // [Dh, N]
+  const T* akey;    // [N] (a_h . k_j) or zeros
+  const T* key_bias;  // [Dh] or null
+  const T* table_t;   // [Dh, R] or null
+  const T* bias;      // [R] or null
+  const T* mod;       // [R] (ones when absent)
+  const T* modpos;    // [R] (ones when absent)
+  const T* mask;      // [R] (ones when absent)
+  const uint8_t* padded;  // [N] or null
+};
+
+// Shared precomputation of forward and backward: k and v transposed, a . k per key, and the
+// constant tables.
+template <typename T>
+struct Prepared {
+  Tensor kt, vt, akey, ones;  // [BH, Dh, N], [BH, Dh, N], [BH, N], [max(R, N)]
+  Prepared(const Problem& P, const Tables<T>& tables, const T* k, const T* v) {
+    const int64_t BH = P.B * P.H, N = P.N, Dh = P.Dh;
+    const DType dt = dtype_of<T>();
+    kt = Tensor::empty({BH, Dh, N}, dt);
+    vt = Tensor::empty({BH, Dh, N}, dt);
+    akey = Tensor::zeros({BH, N}, dt);
+    ones = Tensor::full({std::max<int64_t>({P.R, N, 1})}, 1.0, dt);
+    T* ktp = kt.data<T>();
+    T* vtp = vt.data<T>();
+    T* ap = akey.data<T>();
+    cpu::parallel_for(BH, N * Dh, [&](int64_t bh) {
+      const T* kh = k + bh * N * Dh;
+      const T* vh = v + bh * N * Dh;
+      T* kth = ktp + bh * Dh * N;
+      T* vth = vtp + bh * Dh * N;
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t d = 0; d < Dh; ++d) {
+          kth[d * N + j] = kh[j * Dh + d];
+          vth[d * N + j] = vh[j * Dh + d];
+        }
+      if (tables.key_bias) {
+        const T* a = tables.key_bias + (bh % P.H) * Dh;
+        T* ah = ap + bh * N;
+        for (int64_t d = 0; d < Dh; ++d)
+          for (int64_t j = 0; j < N; ++j) ah[j] += a[d] * kth[d * N + j];
+      }
+    });
+  }
+  Head<T> head(const Problem& P, const Tables<T>& tables, const T* q, int64_t bh) const {
+    const int64_t h = bh % P.H, b = bh / P.H, N = P.N, Dh = P.Dh, R = P.R;
+    const T* one = ones.data<T>();
+    Head<T> hd;
+    hd.q = q + bh * N * Dh;
+    hd.kt = kt.data<T>() + bh * Dh * N;
+    hd.vt = vt.data<T>() + bh * Dh * N;
+    hd.akey = akey.data<T>() + bh * N;
+    hd.key_bias = tables.key_bias ? tables.key_bias + h * Dh : nullptr;
+    hd.table_t = tables.query_table_t ? tables.query_table_t + h * Dh * R : nullptr;
+    hd.bias = tables.bias ? tables.bias + h * R : nullptr;
+    hd.mod = tables.modulation ? tables.modulation + h * R : one;
+    hd.modpos = tables.positional_modulation ? tables.positional_modulation + h * R : one;
+    hd.mask = tables.prob_mask ? tables.prob_mask + h * R : one;
+    hd.padded = P.padded ? P.padded + b * N : nullptr;
+    return hd;
+  }
+};
+
+// segment_logits for a head width DH known at compile time and a query table: content,
+// positional and s in one pass over the keys (the d-sums stay in registers).
+template <typename T, int DH>
+void segment_logits_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const Segment& g,
+                          T* __restrict s, T* __restrict c, T* __restrict p) {
+  const int64_t N = P.N, R = P.R, len = g.len;
+  T wq[DH], wk[DH];
+  const T* kr[DH];
+  const T* tr[DH];
+  for (int d = 0; d < DH; ++d) {
+    wq[d] = qi[d];
+    wk[d] = qs[d];
+    kr[d] = hd.kt + d * N + g.j0;
+    tr[d] = hd.table_t + d * R + g.r0;
+  }
+  const T* __restrict akey = hd.akey + g.j0;
+  const T* __restrict mod = hd.mod + g.r0;
+  const T* __restrict mp = hd.modpos + g.r0;
+  const T* __restrict br = hd.bias ? hd.bias + g.r0 : nullptr;
+#pragma omp simd
+  for (int64_t t = 0; t < len; ++t) {
+    T content = akey[t], positional = br ? br[t] : T(0);
+    for (int d = 0; d < DH; ++d) {
+      content += wk[d] * kr[d][t];
+      positional += wq[d] * tr[d][t];
+    }
+    c[t] = content;
+    p[t] = positional;
+    s[t] = mod[t] * (content + mp[t] * positional);
+  }
+}
+
+// The logits of one segment: content into c, positional into p (when there is a positional
+// term), s = mod (c + modpos p), -inf at padded keys. qs = scale * q_i.
+template <typename T>
+void segment_logits(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const Segment& g, T* __restrict s,
+                    T* __restrict c, T* __restrict p, bool positional) {
+  const int64_t N = P.N, R = P.R, Dh = P.Dh, len = g.len;
+  if (positional && hd.table_t && (Dh == 8 || Dh == 16)) {
+    if (Dh == 8) segment_logits_fixed<T, 8>(hd, P, qi, qs, g, s, c, p);
+    else segment_logits_fixed<T, 16>(hd, P, qi, qs, g, s, c, p);
+    if (hd.padded) {
+      const uint8_t* pad = hd.padded + g.j0;
+      for (int64_t t = 0; t < len; ++t)
+        if (pad[t]) s[t] = -std::numeric_limits<T>::infinity();
+    }
+    return;
+  }
+  const T* __restrict akey = hd.akey + g.j0;
+#pragma omp simd
+  for (int64_t t = 0; t < len; ++t) c[t] = akey[t];
+  for (int64_t d = 0; d < Dh; ++d) {
+    const T w = qs[d];
+    const T* __restrict kr = hd.kt + d * N + g.j0;
+#pragma omp simd
+    for (int64_t t = 0; t < len; ++t) c[t] += w * kr[t];
+  }
+  const T* __restrict mod = hd.mod + g.r0;
+  if (positional) {
+    if (hd.bias) {
+      const T* __restrict br = hd.bias + g.r0;
+#pragma omp simd
+      for (int64_t t = 0; t < len; ++t) p[t] = br[t];
+    } else {
+#pragma omp simd
+      for (int64_t t = 0; t < len; ++t) p[t] = T(0);
+    }
+    if (hd.table_t)
+      for (int64_t d = 0; d < Dh; ++d) {
+        const T w = qi[d];
+        const T* __restrict tr = hd.table_t + d * R + g.r0;
+#pragma omp simd
+        for (int64_t t = 0; t < len; ++t) p[t] += w * tr[t];
+      }
+    const T* __restrict mp = hd.modpos + g.r0;
+#pragma omp simd
+    for (int64_t t = 0; t < len; ++t) s[t] = mod[t] * (c[t] + mp[t] * p[t]);
+  } else {
+#pragma omp simd
+    for (int64_t t = 0; t < len; ++t) s[t] = mod[t] * c[t];
+  }
+  if (hd.padded) {
+    const uint8_t* pad = hd.padded + g.j0;
+    for (int64_t t = 0; t < len; ++t)
+      if (pad[t]) s[t] = -std::numeric_limits<T>::infinity();
+  }
+}
+
+template <typename T>
+struct Scratch {
+  std::vector<T> s, c, p, e, qs, acc;
+  std::vector<Segment> segs;
+  Scratch(int64_t keys, int64_t Dh) : s(keys), c(keys), p(keys), e(keys), qs(Dh), acc(Dh) {}
+  // The segments of query i (and their total length).
+  int64_t collect(const RowGeometry& geo, int64_t i) {
+    segs.clear();
+    return geo.for_each_segment(i, [&](int64_t j0, int64_t r0, int64_t len) { segs.push_back({j0, r0, len}); });
+  }
+};
+
+}  // namespace
+
+namespace {
+
+// The most keys any query of `geo` sees (the size of a row buffer).
+int64_t max_row_keys(const RowGeometry& geo) {
+  if (geo.structure.empty()) return geo.tokens;
+  int64_t keys = 1;
+  for (size_t d = 0; d < geo.structure.size(); ++d)
+    keys *= std::max<int64_t>(0, std::min(geo.structure[d], geo.hi[d] - geo.lo[d] + 1));
+  return std::max<int64_t>(keys, 1);
+}
+
+}  // namespace
+
+template <typename T>
+void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
+             T* dense_probs) {
+  const int64_t BH = P.B * P.H, N = P.N, Dh = P.Dh;
+  const Prepared<T> prep(P, tables, k, v);
+  const bool positional = tables.query_table_t || tables.bias;
+  const bool masked = tables.prob_mask != nullptr;
+  const int64_t row_keys = max_row_keys(P.geometry);
+  constexpr int64_t kChunk = 32;  // queries per work item
+  const int64_t chunks = (N + kChunk - 1) / kChunk, items = BH * chunks;
+#pragma omp parallel if (items > 1 && thread_count() > 1)
+  {
+    Scratch<T> sc(row_keys, Dh);
+#pragma omp for schedule(dynamic)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t bh = item / chunks, i_begin = (item % chunks) * kChunk, i_end = std::min(N, i_begin + kChunk);
+      const Head<T> hd = prep.head(P, tables, q, bh);
+      for (int64_t i = i_begin; i < i_end; ++i) {
+        const T* qi = hd.q + i * Dh;
+        T* oi = out + (bh * N + i) * Dh;
+        for (int64_t d = 0; d < Dh; ++d) sc.qs[d] = static_cast<T>(P.scale) * qi[d];
+        const int64_t L = sc.collect(P.geometry, i);
+        T m = -std::numeric_limits<T>::infinity();
+        int64_t off = 0;
+        for (const Segment& g : sc.segs) {
+          segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data() + off, sc.c.data(), sc.p.data(), positional);
+          off += g.len;
+        }
+        const T* __restrict srow = sc.s.data();
+#pragma omp simd reduction(max : m)
+        for (int64_t t = 0; t < L; ++t) m = std::max(m, srow[t]);
+        if (L == 0 || m == -std::numeric_limits<T>::infinity()) {  // no key: zero attention
+          for (int64_t d = 0; d < Dh; ++d) oi[d] = T(0);
+          lse[bh * N + i] = std::numeric_limits<T>::infinity();
+          continue;
+        }
+        T Z = 0, W = 0;
+        for (int64_t d = 0; d < Dh; ++d) sc.acc[d] = 0;
+        off = 0;
+        for (const Segment& g : sc.segs) {
+          T* __restrict e = sc.e.data() + off;
+          const T* __restrict s = sc.s.data() + off;
+          const T* __restrict mk = hd.mask + g.r0;
+          T z = 0, w = 0;
+#pragma omp simd reduction(+ : z, w)
+          for (int64_t t = 0; t < g.len; ++t) {
+            const T ex = exp_row(s[t] - m);
+            z += ex;
+            e[t] = ex * mk[t];
+            w += e[t];
+          }
+          Z += z;
+          W += w;
+          for (int64_t d = 0; d < Dh; ++d) {
+            const T* __restrict vr = hd.vt + d * N + g.j0;
+            T a = 0;
+#pragma omp simd reduction(+ : a)
+            for (int64_t t = 0; t < g.len; ++t) a += e[t] * vr[t];
+            sc.acc[d] += a;
+          }
+          off += g.len;
+        }
+        const T denom = masked ? W + static_cast<T>(kMaskEpsilon) * Z : W;
+        for (int64_t d = 0; d < Dh; ++d) oi[d] = sc.acc[d] / denom;
+        lse[bh * N + i] = m + std::log(denom);
+        if (dense_probs) {
+          T* row = dense_probs + (bh * N + i) * N;  // zeroed by the caller
+          off = 0;
+          for (const Segment& g : sc.segs) {
+            for (int64_t t = 0; t < g.len; ++t) row[g.j0 + t] = sc.e[off + t] / denom;
+            off += g.len;
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
+              const T* lse, const T* dout, const Grads<T>& grads) {
+  const int64_t BH = P.B * P.H, N = P.N, Dh = P.Dh, R = P.R, H = P.H;
+  const Prepared<T> prep(P, tables, k, v);
+  const bool positional = tables.query_table_t || tables.bias;
+  const bool masked = tables.prob_mask != nullptr;
+  const T eps = masked ? static_cast<T>(kMaskEpsilon) : T(0);
+  const int64_t row_keys = max_row_keys(P.geometry);
+  const DType dt = dtype_of<T>();
+  Tensor dkt = Tensor::zeros({BH, Dh, N}, dt), dvt = Tensor::zeros({BH, Dh, N}, dt);
+  T* dktp = dkt.data<T>();
+  T* dvtp = dvt.data<T>();
+  // Table gradients: one zeroed copy per thread, summed at the end.
+  const int threads = std::max(1, thread_count());
+  struct TableGrad {
+    T* target;
+    int64_t size;
+    Tensor per_thread;  // [threads, size]
+  };
+  std::vector<TableGrad> table_grads;
+  auto table_grad = [&](T* target, int64_t size) -> T* {
+    if (!target) return nullptr;
+    table_grads.push_back({target, size, Tensor::zeros({threads, size}, dt)});
+    return table_grads.back().per_thread.template data<T>();
+  };
+  T* g_key_bias = table_grad(grads.key_bias, H * Dh);
+  T* g_table_t = table_grad(grads.query_table_t, H * Dh * R);
+  T* g_bias = table_grad(grads.bias, H * R);
+  T* g_mod = table_grad(grads.modulation, H * R);
+  T* g_modpos = table_grad(grads.positional_modulation, H * R);
+  T* g_mask = table_grad(grads.prob_mask, H * R);
+
+#pragma omp parallel if (BH > 1 && threads > 1)
+  {
+    const int tid = thread_id();
+    Scratch<T> sc(row_keys, Dh);
+    std::vector<T> ds(static_cast<size_t>(row_keys)), dq_row(static_cast<size_t>(Dh)), ka(static_cast<size_t>(Dh));
+    auto mine = [&](T* base, int64_t size) { return base ? base + tid * size : nullptr; };
+    T* my_key_bias = mine(g_key_bias, H * Dh);
+    T* my_table_t = mine(g_table_t, H * Dh * R);
+    T* my_bias = mine(g_bias, H * R);
+    T* my_mod = mine(g_mod, H * R);
+    T* my_modpos = mine(g_modpos, H * R);
+    T* my_mask = mine(g_mask, H * R);
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < BH; ++bh) {
+      const int64_t h = bh % H;
+      const Head<T> hd = prep.head(P, tables, q, bh);
+      T* dkth = dktp + bh * Dh * N;
+      T* dvth = dvtp + bh * Dh * N;
+      T* hb_key_bias = my_key_bias ? my_key_bias + h * Dh : nullptr;
+      T* hb_table_t = my_table_t ? my_table_t + h * Dh * R : nullptr;
+      T* hb_bias = my_bias ? my_bias + h * R : nullptr;
+      T* hb_mod = my_mod ? my_mod + h * R : nullptr;
+      T* hb_modpos = my_modpos ? my_modpos + h * R : nullptr;
+      T* hb_mask = my_mask ? my_mask + h * R : nullptr;
+      for (int64_t i = 0; i < N; ++i) {
+        const T* qi = hd.q + i * Dh;
+        const T* doi = dout + (bh * N + i) * Dh;
+        const T* oi = out + (bh * N + i) * Dh;
+        T* dqi = grads.dq + (bh * N + i) * Dh;
+        for (int64_t d = 0; d < Dh; ++d) dqi[d] = T(0);
+        const T row_lse = lse[bh * N + i];
+        if (row_lse == std::numeric_limits<T>::infinity()) continue;  // no key: no gradient
+        T D = 0;
+        for (int64_t d = 0; d < Dh; ++d) D += doi[d] * oi[d];
+        for (int64_t d = 0; d < Dh; ++d) {
+          sc.qs[d] = static_cast<T>(P.scale) * qi[d];
+          ka[d] = sc.qs[d] + (hd.key_bias ? hd.key_bias[d] : T(0));  // d content / d k_j
+          dq_row[d] = T(0);
+        }
+        sc.collect(P.geometry, i);
+        for (const Segment& g : sc.segs) {
+          const int64_t len = g.len;
+          T* __restrict s = sc.s.data();
+          T* __restrict c = sc.c.data();
+          T* __restrict p = sc.p.data();
+          T* __restrict e = sc.e.data();
+          T* __restrict dsr = ds.data();
+          segment_logits(hd, P, qi, sc.qs.data(), g, s, c, p, positional);
+          // e = exp(s - lse) = the unmasked probability times Z / denominator; dOv = dout_i . v_j
+#pragma omp simd
+          for (int64_t t = 0; t < len; ++t) {
+            e[t] = exp_row(s[t] - row_lse);
+            dsr[t] = T(0);
+          }
+          for (int64_t d = 0; d < Dh; ++d) {
+            const T w = doi[d];
+            const T* __restrict vr = hd.vt + d * N + g.j0;
+#pragma omp simd
+            for (int64_t t = 0; t < len; ++t) dsr[t] += w * vr[t];  // dOv for now
+          }
+          const T* __restrict mk = hd.mask + g.r0;
+          if (hb_mask) {
+            T* __restrict gm = hb_mask + g.r0;
+#pragma omp simd
+            for (int64_t t = 0; t < len; ++t) gm[t] += e[t] * (dsr[t] - D);
+          }
+          // dv_j += e M dout_i; ds = e (M (dOv - D) - eps D)
+          for (int64_t d = 0; d < Dh; ++d) {
+            const T w = doi[d];
+            T* __restrict dvr = dvth + d * N + g.j0;
+#pragma omp simd
+            for (int64_t t = 0; t < len; ++t) dvr[t] += e[t] * mk[t] * w;
+          }
+#pragma omp simd
+          for (int64_t t = 0; t < len; ++t) dsr[t] = e[t] * (mk[t] * (dsr[t] - D) - eps * D);
+          // s = mod (c + modpos p): d mod, then d content (in e's buffer) and d positional (in ds's)
+          const T* __restrict mod = hd.mod + g.r0;
+          const T* __restrict mp = hd.modpos + g.r0;
+          if (hb_mod) {
+            T* __restrict gm = hb_mod + g.r0;
+            if (positional) {
+#pragma omp simd
+              for (int64_t t = 0; t < len; ++t) gm[t] += dsr[t] * (c[t] + mp[t] * p[t]);
+            } else {
+#pragma omp simd
+              for (int64_t t = 0; t < len; ++t) gm[t] += dsr[t] * c[t];
+            }
+          }
+          T* __restrict dc = e;  // e is no longer needed: reuse it for d content
+#pragma omp simd
+          for (int64_t t = 0; t < len; ++t) dc[t] = dsr[t] * mod[t];
+          if (positional) {
+            if (hb_modpos) {
+              T* __restrict gm = hb_modpos + g.r0;
+#pragma omp simd
+              for (int64_t t = 0; t < len; ++t) gm[t] += dc[t] * p[t];
+            }
+            T* __restrict dp = dsr;  // d positional
+#pragma omp simd
+            for (int64_t t = 0; t < len; ++t) dp[t] = dc[t] * mp[t];
+            if (hb_bias) {
+              T* __restrict gb = hb_bias + g.r0;
+#pragma omp simd
+              for (int64_t t = 0; t < len; ++t) gb[t] += dp[t];
+            }
+            if (hd.table_t)
+              for (int64_t d = 0; d < Dh; ++d) {
+                const T* __restrict tr = hd.table_t + d * R + g.r0;
+                T a = 0;
+#pragma omp simd reduction(+ : a)
+                for (int64_t t = 0; t < len; ++t) a += dp[t] * tr[t];
+                dq_row[d] += a;
+                if (hb_table_t) {
+                  const T w = qi[d];
+                  T* __restrict gt = hb_table_t + d * R + g.r0;
+#pragma omp simd
+                  for (int64_t t = 0; t < len; ++t) gt[t] += dp[t] * w;
+                }
+              }
+          }
+          // content = scale q.k + a.k: dq += scale dc k, dk += dc (scale q + a), da += dc k
+          for (int64_t d = 0; d < Dh; ++d) {
+            const T* __restrict kr = hd.kt + d * N + g.j0;
+            T* __restrict dkr = dkth + d * N + g.j0;
+            const T w = ka[d];
+            T a = 0;
+#pragma omp simd reduction(+ : a)
+            for (int64_t t = 0; t < len; ++t) {
+              a += dc[t] * kr[t];
+              dkr[t] += dc[t] * w;
+            }
+            dq_row[d] += static_cast<T>(P.scale) * a;
+            if (hb_key_bias) hb_key_bias[d] += a;
+          }
+        }
+        for (int64_t d = 0; d < Dh; ++d) dqi[d] = dq_row[d];
+      }
+      // dk, dv back to [N, Dh]
+      T* dkh = grads.dk + bh * N * Dh;
+      T* dvh = grads.dv + bh * N * Dh;
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t d = 0; d < Dh; ++d) {
+          dkh[j * Dh + d] = dkth[d * N + j];
+          dvh[j * Dh + d] = dvth[d * N + j];
+        }
+    }
+  }
+  for (const TableGrad& tg : table_grads) {
+    const T* src = tg.per_thread.template data<T>();
+    cpu::parallel_for(tg.size, threads, [&](int64_t x) {
+      T total = 0;
+      for (int t = 0; t < threads; ++t) total += src[t * tg.size + x];
+      tg.target[x] = total;
+    });
+  }
+}
+
+}  // namespace posgrad::fused_detail::POSGRAD_FUSED_VARIANT

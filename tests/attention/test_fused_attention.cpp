@@ -1,0 +1,205 @@
+// The fused attention path against the reference path (the oracle): outputs, the input gradient
+// and every parameter gradient, for every registered scheme and span that describes itself, on
+// sequences and 2-D grids, with padded batches, causal masks and sizes that fill no block; in
+// float64 (tight) and float32 (tolerance 2e-4 on values of order 1). Also a gradcheck through
+// the fused op with every table, Auto's choice, the lazily computed probabilities, and the
+// refusals (a hook without a table description, two probability masks).
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "attention/fused/fused_attention.h"
+#include "attention/multi_head_attention.h"
+#include "attention/registry.h"
+#include "autograd/gradcheck.h"
+#include "posgrad.h"
+#include "tests/attention_paths.h"
+#include "tests/test_support.h"
+
+using namespace posgrad;
+using posgrad::test::check_runs_agree;
+using posgrad::test::PathRun;
+using posgrad::test::run_path;
+namespace bdata = boost::unit_test::data;
+
+namespace {
+
+using Options = std::map<std::string, std::string>;
+struct HookCase {
+  std::string name;
+  Options options;
+};
+struct FusedCase {
+  std::string label;
+  std::vector<HookCase> hooks;
+  std::vector<int64_t> structure;  // the grid (1 entry: a sequence)
+  bool causal = false;             // also run with a causal mask (sequences only)
+};
+std::ostream& operator<<(std::ostream& os, const FusedCase& c) { return os << c.label; }
+
+const std::vector<FusedCase> kCases = {
+    {"none", {{"none", {}}}, {11}, true},
+    {"siren", {{"siren", {{"hidden", "16"}, {"layers", "2"}}}}, {11}, true},
+    {"siren+gaussian_span", {{"siren", {{"hidden", "16"}}}, {"gaussian_span", {{"sigma", "0.3"}}}}, {11}, true},
+    {"siren+gaussian_span positional",
+     {{"siren", {{"hidden", "16"}}}, {"gaussian_span", {{"sigma", "0.25"}, {"multiply", "positional_logits"}}}},
+     {11},
+     false},
+    {"gaussian_span alone, no box", {{"gaussian_span", {{"sigma", "0.4"}, {"threshold", "0"}}}}, {11}, true},
+    {"txl_baseline", {{"txl_baseline", {{"hidden", "8"}}}}, {11}, true},
+    {"transformer_xl", {{"transformer_xl", {}}}, {11}, true},
+    {"shaw", {{"shaw", {{"window", "3"}}}}, {11}, true},
+    {"shaw per head", {{"shaw", {{"window", "2"}, {"per_head", "true"}}}}, {11}, false},
+    {"t5_bias", {{"t5_bias", {{"buckets", "8"}, {"max_distance", "16"}}}}, {11}, true},
+    {"alibi", {{"alibi", {}}}, {11}, true},
+    {"rope", {{"rope", {{"trainable", "true"}}}}, {11}, true},
+    {"ape", {{"ape", {{"decay", "0.9"}}}}, {11}, true},
+    {"local_window", {{"local_window", {{"radius", "2"}}}}, {11}, true},
+    {"adaptive_span", {{"adaptive_span", {{"max_span", "6"}, {"ramp", "2"}, {"init", "0.4"}}}}, {11}, false},
+    {"t5_bias+adaptive_span",
+     {{"t5_bias", {{"buckets", "8"}, {"max_distance", "16"}}}, {"adaptive_span", {{"max_span", "8"}, {"ramp", "3"}, {"init", "0.2"}}}},
+     {11},
+     false},
+    {"transformer_xl+gaussian_span+alibi",
+     {{"transformer_xl", {}}, {"gaussian_span", {{"sigma", "0.2"}}}, {"alibi", {}}},
+     {11},
+     true},
+    {"2-D none", {{"none", {}}}, {3, 5}, false},
+    {"2-D siren", {{"siren", {{"hidden", "16"}}}}, {3, 5}, false},
+    {"2-D siren+gaussian_span", {{"siren", {{"hidden", "16"}}}, {"gaussian_span", {{"sigma", "0.3"}}}}, {3, 5}, false},
+    {"2-D siren+gaussian_span wide", {{"siren", {{"hidden", "16"}}}, {"gaussian_span", {{"sigma", "0.15"}}}}, {6, 7}, false},
+    {"2-D shaw", {{"shaw", {{"window", "1"}}}}, {3, 5}, false},
+    {"2-D alibi", {{"alibi", {}}}, {3, 5}, false},
+    {"2-D rope", {{"rope", {{"axes", "split"}, {"trainable", "true"}}}}, {3, 5}, false},
+    {"2-D ape_grid", {{"ape_grid", {{"decay", "0.9"}}}}, {3, 5}, false},
+    {"2-D local_window", {{"local_window", {{"radius", "1"}}}}, {3, 5}, false},
+    {"2-D gaussian_span positional + shaw",
+     {{"shaw", {{"window", "2"}}}, {"gaussian_span", {{"sigma", "0.3"}, {"multiply", "positional_logits"}}}},
+     {4, 3},
+     false},
+};
+
+Positions positions_of(const std::vector<int64_t>& structure) {
+  return structure.size() == 1 ? Positions::sequence(structure[0]) : Positions::grid(structure);
+}
+
+std::unique_ptr<MultiHeadAttention> make_layer(const FusedCase& c, int64_t D, int64_t H, Generator& gen) {
+  std::vector<std::shared_ptr<AttentionHook>> hooks;
+  for (const HookCase& h : c.hooks)
+    hooks.push_back(make_hook(HookSpec{h.name, HookOptions(h.options)},
+                              HookContext{.width = D, .heads = H, .structure = c.structure}, gen));
+  return std::make_unique<MultiHeadAttention>(D, H, gen, hooks);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(fused_path)
+
+BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
+  const int64_t D = 8, H = 2;
+  for (const DType dtype : {kFloat64, kFloat32})
+    for (const bool causal : {false, true})
+      for (const bool padded : {false, true}) {
+        if (causal && !c.causal) continue;
+        Generator gen(7);
+        auto mha = make_layer(c, D, H, gen);
+        mha->to(dtype);
+        const Positions pos = positions_of(c.structure);
+        const int64_t N = pos.tokens(), B = 3;
+        Tensor x = normal({B, N, D}, 0, 1, gen, dtype), w = normal({B, N, D}, 0, 1, gen, dtype);
+        AttentionMasks masks;
+        masks.causal = causal;
+        if (padded) {  // example 1: its last 3 tokens padded; example 2: only the first token real
+          std::vector<double> pad(static_cast<size_t>(B * N), 0.0);
+          for (int64_t j = N - 3; j < N; ++j) pad[static_cast<size_t>(N + j)] = 1.0;
+          for (int64_t j = 1; j < N; ++j) pad[static_cast<size_t>(2 * N + j)] = 1.0;
+          masks.key_padding = Tensor::from_vector(pad, {B, N});
+        }
+        auto forward = [&](const Variable& xv) { return mha->forward(xv, masks, &pos); };
+        PathRun ref = run_path(*mha, AttentionPath::Reference, x, w, forward);
+        PathRun fused = run_path(*mha, AttentionPath::Fused, x, w, forward);
+        BOOST_TEST(mha->last_forward_fused());
+        const double tol = dtype == kFloat64 ? 1e-11 : 2e-4;
+        const std::string label = fmt::format("{} {}{}{}", c.label, dtype_name(dtype), causal ? " causal" : "",
+                                              padded ? " padded" : "");
+        check_runs_agree(*mha, ref, fused, tol, label);
+        // Auto picks the fused path for every hook here.
+        run_path(*mha, AttentionPath::Auto, x, w, forward);
+        BOOST_TEST(mha->last_forward_fused(), label << ": Auto did not choose the fused path");
+      }
+}
+
+// The probabilities a fused forward reports (computed on request) are the reference's.
+BOOST_AUTO_TEST_CASE(fused_probabilities_match_reference) {
+  Generator gen(3);
+  const FusedCase c{"siren+adaptive", {{"siren", {{"hidden", "8"}}}, {"adaptive_span", {{"max_span", "5"}, {"ramp", "2"}, {"init", "0.3"}}}}, {9}, false};
+  auto mha = make_layer(c, 8, 2, gen);
+  mha->to(kFloat64);
+  const Positions pos = Positions::sequence(9);
+  Tensor x = normal({2, 9, 8}, 0, 1, gen, kFloat64);
+  mha->set_path(AttentionPath::Reference);
+  mha->forward(Variable(x), {}, &pos);
+  const Tensor ref = mha->last_dense_probs();
+  mha->set_path(AttentionPath::Fused);
+  mha->forward(Variable(x), {}, &pos);
+  const Tensor fused = mha->last_dense_probs();
+  BOOST_TEST(max_abs_diff(ref, fused) < 1e-12);
+  BOOST_TEST((mha->last_probs().shape() == Shape{2, 2, 9, 9}));
+}
+
+// Central differences through the op itself, with every table present, a key box and padding.
+BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
+  for (const std::vector<int64_t>& structure : {std::vector<int64_t>{7}, std::vector<int64_t>{3, 4}}) {
+    Generator gen(11);
+    const Positions pos = positions_of(structure);
+    const int64_t B = 2, H = 2, N = pos.tokens(), Dh = 3, R = pos.relative_size();
+    FusedAttentionSpec spec;
+    spec.positions = pos;
+    spec.scale = 0.6;
+    OffsetBox box = OffsetBox::full(pos);
+    box.lo[0] = -2;  // keys at most 2 before (first dim) and any after
+    spec.box = box;
+    std::vector<double> pad(static_cast<size_t>(B * N), 0.0);
+    pad[static_cast<size_t>(N + 1)] = 1.0;
+    spec.key_padding = Tensor::from_vector(pad, {B, N});
+    std::vector<Tensor> inputs = {normal({B, H, N, Dh}, 0, 1, gen, kFloat64), normal({B, H, N, Dh}, 0, 1, gen, kFloat64),
+                                  normal({B, H, N, Dh}, 0, 1, gen, kFloat64), normal({H, Dh}, 0, 1, gen, kFloat64),
+                                  normal({H, R, Dh}, 0, 0.5, gen, kFloat64), normal({H, R}, 0, 1, gen, kFloat64),
+                                  uniform({R}, 0.5, 1.5, gen, kFloat64), uniform({H, R}, 0.5, 1.5, gen, kFloat64),
+                                  uniform({H, R}, 0.1, 1.0, gen, kFloat64)};
+    auto fn = [&](const std::vector<Variable>& v) {
+      FusedTerms terms;
+      terms.key_bias = v[3];
+      terms.query_table = v[4];
+      terms.bias = v[5];
+      terms.modulation = v[6];
+      terms.positional_modulation = v[7];
+      terms.prob_mask = v[8];
+      return posgrad::fused_attention(v[0], v[1], v[2], terms, spec);
+    };
+    const GradcheckResult r = gradcheck(fn, inputs);
+    BOOST_TEST(r.ok, "fused gradcheck " << structure.size() << "-D: " << r.message);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fused_path_refuses_what_it_cannot_describe) {
+  Generator gen(5);
+  // ape_tree with its decay: a per-example [B, N, N] factor.
+  auto tree_hook = make_hook(HookSpec{"ape_tree", HookOptions()}, HookContext{.width = 8, .heads = 2}, gen);
+  MultiHeadAttention tree(8, 2, gen, {tree_hook});
+  const Positions heap = Positions::tree(Tensor::from_vector(std::vector<int64_t>{1, 2, 3, 4}, {4}));
+  Tensor x = normal({1, 4, 8}, 0, 1, gen);
+  tree.set_path(AttentionPath::Fused);
+  posgrad::test::check_error([&] { tree.forward(Variable(x), {}, &heap); }, {"ape_tree", "fused path", "tree decay"});
+  tree.set_path(AttentionPath::Auto);  // Auto falls back to the reference pipeline
+  tree.forward(Variable(x), {}, &heap);
+  BOOST_TEST(!tree.last_forward_fused());
+  // Two probability masks cannot be one table.
+  const FusedCase two{"two masks", {{"adaptive_span", {{"max_span", "3"}}}, {"adaptive_span", {{"max_span", "3"}}}}, {4}, false};
+  auto mha = make_layer(two, 8, 2, gen);
+  mha->set_path(AttentionPath::Fused);
+  const Positions seq = Positions::sequence(4);
+  posgrad::test::check_error([&] { mha->forward(Variable(x), {}, &seq); }, {"both mask probabilities"});
+  BOOST_TEST((attention_path_from_name("fused") == AttentionPath::Fused));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
