@@ -1,0 +1,26 @@
+// The charlm figures (cairo, apps/common/plot.h):
+//   span_mask.png        the learned soft mask of every head against distance 1..S (rows =
+//                        layers, columns = heads): flat at 1 up to the span z, the ramp of R, 0
+//                        beyond; each panel names z and the ramp end (the seed repo's figure done
+//                        right: a distance axis, not key positions).
+//   spans.png            each head's span z over training, one panel per layer.
+//   learning_curves.png  training loss and validation loss (nats per character) against steps.
+// Deliberately not here: the attention of a sampled passage (not drawn yet).
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "attention/lm/char_transformer.h"
+
+namespace posgrad::charlm {
+
+void draw_span_mask(const CharTransformer& model, const std::filesystem::path& path);
+// history[k][layer][head] = z at steps[k].
+void draw_span_history(const std::vector<double>& steps, const std::vector<std::vector<std::vector<double>>>& history,
+                       int64_t max_span, const std::filesystem::path& path);
+void draw_learning_curves(const std::vector<double>& train_steps, const std::vector<double>& train_loss,
+                          const std::vector<double>& val_steps, const std::vector<double>& val_loss,
+                          const std::filesystem::path& path);
+
+}  // namespace posgrad::charlm
