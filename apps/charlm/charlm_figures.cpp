@@ -47,7 +47,7 @@ void draw_span_mask(const CharTransformer& model, const std::filesystem::path& p
 }
 
 void draw_span_history(const std::vector<double>& steps, const std::vector<std::vector<std::vector<double>>>& history,
-                       int64_t max_span, const std::filesystem::path& path) {
+                       const std::filesystem::path& path) {
   if (history.empty() || history[0].empty()) return;
   const size_t layers = history[0].size(), heads = history[0][0].size();
   Figure fig(1, static_cast<int>(layers), 320, 260, "span z of each head over training (tokens)");
@@ -65,7 +65,6 @@ void draw_span_history(const std::vector<double>& steps, const std::vector<std::
     o.y_min = 0.0;
     o.legend = l == 0;
     o.font_size = 11;
-    (void)max_span;
     draw_line_plot(fig.canvas(), fig.panel(0, static_cast<int>(l)), series, o);
   }
   fig.save_png(path);

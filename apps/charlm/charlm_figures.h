@@ -18,7 +18,7 @@ namespace posgrad::charlm {
 void draw_span_mask(const CharTransformer& model, const std::filesystem::path& path);
 // history[k][layer][head] = z at steps[k].
 void draw_span_history(const std::vector<double>& steps, const std::vector<std::vector<std::vector<double>>>& history,
-                       int64_t max_span, const std::filesystem::path& path);
+                       const std::filesystem::path& path);
 void draw_learning_curves(const std::vector<double>& train_steps, const std::vector<double>& train_loss,
                           const std::vector<double>& val_steps, const std::vector<double>& val_loss,
                           const std::filesystem::path& path);

@@ -407,7 +407,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
   const Score final_val = full_eval(model, data.val, c.eval.batch, eval_segment, 0, device,
                                     "the validation split of " + data.name);
   draw_span_mask(model, run.figure_path("span_mask"));
-  draw_span_history(span_steps, span_history, c.model.max_span, run.figure_path("spans"));
+  draw_span_history(span_steps, span_history, run.figure_path("spans"));
   draw_learning_curves(loss_steps, losses, val_steps, val_losses, run.figure_path("learning_curves"));
   nlohmann::json summary{{"val_loss", final_val.loss},
                          {"val_bpc", final_val.bpc},
