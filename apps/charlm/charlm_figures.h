@@ -6,6 +6,7 @@
 //   spans.png            each head's span z over training, one panel per layer.
 //   learning_curves.png  training loss and validation loss (nats per character) against steps.
 // Deliberately not here: the attention of a sampled passage (not drawn yet).
+// Shapes: letters of shape_legend.h (none are tensors here: plain vectors per layer and head).
 #pragma once
 
 #include <filesystem>
