@@ -88,4 +88,37 @@ void draw_learning_curves(const std::vector<double>& train_steps, const std::vec
   fig.save_png(path);
 }
 
+void draw_passage_attention(const std::vector<std::string>& queries,
+                            const std::vector<std::vector<std::vector<float>>>& probs, int64_t heads,
+                            const std::vector<int64_t>& windows, int64_t max_distance, const std::filesystem::path& path) {
+  if (queries.empty() || probs.empty()) return;
+  const int rows = static_cast<int>(queries.size()), layers = static_cast<int>(probs[0].size());
+  const int64_t widest = *std::max_element(windows.begin(), windows.end());
+  const int D = static_cast<int>(std::min(widest, max_distance));
+  Figure fig(layers, static_cast<int>(heads), 360, 420,
+             "attention while sampling: rows = the character fed in, columns = distance to the key");
+  std::vector<std::string> cols;
+  for (int d = 1; d <= D; ++d) cols.push_back(std::to_string(d));
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < static_cast<int>(heads); ++h) {
+      std::vector<float> values(static_cast<size_t>(rows * D));
+      const int64_t W = windows[static_cast<size_t>(l)];
+      for (int r = 0; r < rows; ++r)
+        for (int d = 1; d <= std::min<int64_t>(D, W); ++d)
+          values[static_cast<size_t>(r * D + d - 1)] =
+              probs[static_cast<size_t>(r)][static_cast<size_t>(l)][static_cast<size_t>(h * W + (W - d))];
+      HeatmapOptions o;
+      o.title = fmt::format("layer {} head {}", l, h);
+      o.x_label = "distance";
+      o.row_labels = queries;
+      o.col_labels = cols;
+      o.vmin = 0.0;
+      o.cell_borders = false;
+      o.colorbar = h == static_cast<int>(heads) - 1;
+      o.font_size = 10;
+      draw_heatmap(fig.canvas(), fig.panel(l, h), values, rows, D, o);
+    }
+  fig.save_png(path);
+}
+
 }  // namespace posgrad::charlm

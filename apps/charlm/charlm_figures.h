@@ -5,7 +5,10 @@
 //                        right: a distance axis, not key positions).
 //   spans.png            each head's span z over training, one panel per layer.
 //   learning_curves.png  training loss and validation loss (nats per character) against steps.
-// Deliberately not here: the attention of a sampled passage (not drawn yet).
+//   sample attention     (charlm sample --figure F) the attention of each head to the previous
+//                        characters while the last characters of a sample were generated: rows =
+//                        the character fed in (the query), columns = distance 1, 2, ...
+// Deliberately not here: choosing what to draw (the jobs in charlm_run.cpp do).
 // Shapes: letters of shape_legend.h (none are tensors here: plain vectors per layer and head).
 #pragma once
 
@@ -23,5 +26,12 @@ void draw_span_history(const std::vector<double>& steps, const std::vector<std::
 void draw_learning_curves(const std::vector<double>& train_steps, const std::vector<double>& train_loss,
                           const std::vector<double>& val_steps, const std::vector<double>& val_loss,
                           const std::filesystem::path& path);
+
+// queries[t]: the character fed at generation step t (a label); probs[t][l]: layer l's attention
+// of that step in distance space, [H, W_l] row-major (slot j = distance W_l - j, attend_self off);
+// windows[l] = W_l. Distances beyond a layer's window are drawn as 0.
+void draw_passage_attention(const std::vector<std::string>& queries,
+                            const std::vector<std::vector<std::vector<float>>>& probs, int64_t heads,
+                            const std::vector<int64_t>& windows, int64_t max_distance, const std::filesystem::path& path);
 
 }  // namespace posgrad::charlm

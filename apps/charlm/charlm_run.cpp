@@ -468,6 +468,13 @@ void sample_run(CharlmSettings& c, Settings& settings, const SampleRequest& requ
   std::vector<double> last = logits.narrow(1, P - 1, 1).reshape({V}).to_vector<double>();
   std::vector<int64_t> out;
   std::vector<size_t> order(static_cast<size_t>(V));
+  // For --figure: each layer's attention at every generation step (kept for the last 40 steps).
+  const bool draw = !request.figure.empty();
+  const int64_t shown = 40;
+  std::vector<std::string> queries;
+  std::vector<std::vector<std::vector<float>>> attention;
+  for (int64_t l = 0; draw && l < model->num_layers(); ++l) model->layer(l).attention().set_keep_probs(true);
+  auto label = [](uint8_t b) { return b == '\n' ? std::string("\\n") : b == ' ' ? std::string("' '") : std::string(1, static_cast<char>(b)); };
   for (int64_t t = 0; t < request.tokens; ++t) {
     std::iota(order.begin(), order.end(), size_t{0});
     const size_t k = request.top_k > 0 ? std::min<size_t>(static_cast<size_t>(request.top_k), order.size()) : order.size();
@@ -491,8 +498,25 @@ void sample_run(CharlmSettings& c, Settings& settings, const SampleRequest& requ
     if (t + 1 == request.tokens) break;
     logits = model->forward(Tensor::from_vector(std::vector<int64_t>{id}, {1, 1}).to(device), cache, unused).value().to(kCPU);
     last = logits.reshape({V}).to_vector<double>();
+    if (draw && request.tokens - t <= shown + 1) {
+      queries.push_back(label(vocab.symbol(id)));
+      std::vector<std::vector<float>> layers;
+      for (int64_t l = 0; l < model->num_layers(); ++l)
+        layers.push_back(model->layer(l).attention().last_probs().to(kCPU).to_vector<float>());  // [1, H, 1, W]
+      attention.push_back(std::move(layers));
+    }
   }
   fmt::print("{}{}\n", request.prompt, vocab.decode(out));
+  std::fflush(stdout);
+  if (draw) {
+    if (model->config().attention.attend_self)
+      fail("sample --figure: the figure reads distances 1..W; this run attends to the current token too");
+    // Each layer's window (fixed while sampling: the parameters do not change).
+    std::vector<int64_t> windows;
+    for (int64_t l = 0; l < model->num_layers(); ++l) windows.push_back(model->layer(l).attention().window());
+    draw_passage_attention(queries, attention, model->config().attention.heads, windows, 64, request.figure);
+    fmt::print(stderr, "figure: {}\n", request.figure);
+  }
 }
 
 }  // namespace posgrad::charlm

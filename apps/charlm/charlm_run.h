@@ -74,6 +74,7 @@ struct SampleRequest {
   double temperature = 1.0;
   int64_t top_k = 0;
   int64_t seed = 1;
+  std::string figure;  // PNG of the attention while the last characters were generated ("" = none)
 };
 void sample_run(CharlmSettings& c, apps::Settings& settings, const SampleRequest& request);
 

@@ -5,6 +5,7 @@
 //   charlm eval RUN [--file TEXT]         the paper's full-eval protocol on the validation split
 //                                         (or on any text file): loss in nats and bits per char
 //   charlm sample --checkpoint RUN --prompt "ROMEO:" --tokens 500 --temperature 0.8 --top-k 40 --seed 1
+//                 [--figure F.png]      (the attention of the last 40 generated characters)
 // Training follows the paper: contiguous streams (datasets/text_streams.h) with the cache of
 // previous layer inputs carried and zeroed when the data wraps; loss = mean NLL (nats) + span
 // loss; the spans are clamped after every optimizer step; Adagrad with the per-tensor step clip
@@ -56,5 +57,6 @@ int main(int argc, char** argv) {
   sample_job.add_option("--temperature", sample.temperature, "softmax temperature (> 0)")->check(CLI::PositiveNumber);
   sample_job.add_option("--top-k", sample.top_k, "sample among the k most likely (0: all)")->check(CLI::NonNegativeNumber);
   sample_job.add_option("--seed", sample.seed, "sampling seed");
+  sample_job.add_option("--figure", sample.figure, "also draw the attention of the last 40 generated characters (PNG path)");
   return cli.run(argc, argv);
 }

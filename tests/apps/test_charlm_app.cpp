@@ -97,6 +97,10 @@ BOOST_AUTO_TEST_CASE(trains_evaluates_and_samples) {
   BOOST_TEST(s1 != s2);
   BOOST_TEST(s1.rfind("to be", 0) == 0);
   BOOST_TEST(s1.size() == std::string("to be").size() + 60 + 1);  // prompt, 60 characters, newline
+  // The attention figure of the last generated characters.
+  BOOST_REQUIRE_EQUAL(run(sample + "--seed 1 --figure " + (tmp.path() / "attention.png").string(), tmp.path() / "s3.txt"), 0);
+  BOOST_TEST(fs::exists(tmp.path() / "attention.png"));
+  BOOST_TEST(read_text(tmp.path() / "s3.txt").rfind(s1, 0) == 0);  // the same text, then the figure's path
 }
 
 // A run resumed from its step-4 checkpoint (the later one removed) logs exactly what the
