@@ -173,11 +173,10 @@ void write_vocab(RunDir& run, const CharVocab& vocab, bool bytes) {
   run.write_text("vocab.json", j.dump() + "\n");
 }
 
-CharVocab read_vocab(const std::filesystem::path& run_dir) {
-  const auto j = nlohmann::json::parse(read_file_bytes(run_dir / "vocab.json"));
-  std::string text;
-  for (int b : j.at("bytes").get<std::vector<int>>()) text.push_back(static_cast<char>(b));
-  return CharVocab::from_text(text);
+// The checkpointed copy of the vocabulary: the bytes in id order, int64 [V].
+constexpr const char* kVocabBuffer = "vocab_bytes";
+Tensor vocab_tensor(const CharVocab& vocab) {
+  return Tensor::from_vector(std::vector<int64_t>(vocab.symbols().begin(), vocab.symbols().end()), {vocab.size()});
 }
 
 struct Score {
@@ -268,15 +267,23 @@ std::filesystem::path checkpoint_folder(const std::filesystem::path& run_dir, co
   return pointer.parent_path() / folder;
 }
 
-// A model with the weights of a finished run.
+// A model with the weights of a finished run; the vocabulary comes from the checkpoint itself.
 std::unique_ptr<CharTransformer> load_model(CharlmSettings& c, Settings& settings, const std::string& run_dir,
                                             const std::string& which, CharVocab& vocab, Device& device) {
   load_run_settings(settings, run_dir);
   device = parse_device(c.device);
-  vocab = read_vocab(run_dir);
+  const std::filesystem::path folder = checkpoint_folder(run_dir, which);
+  const Checkpoint checkpoint = load_checkpoint(folder);
+  const auto stored = std::find_if(checkpoint.model.begin(), checkpoint.model.end(),
+                                   [](const auto& entry) { return entry.first == kVocabBuffer; });
+  if (stored == checkpoint.model.end()) fail("{}: the checkpoint holds no '{}'", folder.string(), kVocabBuffer);
+  std::string symbols;
+  for (int64_t b : stored->second.to_vector<int64_t>()) symbols.push_back(static_cast<char>(b));
+  vocab = CharVocab::from_text(symbols);
   Generator gen(static_cast<uint64_t>(c.seed));
   auto model = std::make_unique<CharTransformer>(model_config(c, vocab.size()), gen);
-  model->load_state_dict(load_checkpoint(checkpoint_folder(run_dir, which)).model);
+  model->register_buffer(kVocabBuffer, vocab_tensor(vocab));
+  model->load_state_dict(checkpoint.model);
   model->to(device);
   model->eval();
   return model;
@@ -295,6 +302,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
 
   Generator gen(seed);
   CharTransformer model(model_config(c, data.vocab.size()), gen);
+  // The vocabulary travels inside every checkpoint (a buffer: saved, never trained).
+  model.register_buffer(kVocabBuffer, vocab_tensor(data.vocab));
   model.to(device);
   auto opt = make_optimizer(c, model.parameters());
   const auto schedule = make_schedule(c);

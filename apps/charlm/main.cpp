@@ -12,7 +12,8 @@
 // and a linear warm-up, or AdamW with warm-up and cosine decay. Logged per step window: loss,
 // bpc, the average and largest span (ramp included, as the original logger), the share of
 // attention work against untrimmed attention, each head's span. The run folder also holds
-// vocab.json (the character vocabulary, bytes in id order) and figures/: span_mask.png (the
+// vocab.json (the character vocabulary, bytes in id order; every checkpoint holds it too, as the
+// model buffer vocab_bytes, which eval and sample read) and figures/: span_mask.png (the
 // learned soft mask of every head against distance), spans.png (each head's span over
 // training) and learning_curves.png.
 //
