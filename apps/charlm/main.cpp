@@ -1,0 +1,63 @@
+// charlm: character-level language modelling with adaptive attention span (Sukhbaatar et al.
+// 2019; spec adaptive_span.md). Jobs:
+//   charlm train --config configs/charlm/shakespeare_cpu.yaml [-Dkey=value]... [--out RUN]
+//   charlm train --resume RUN            continues a stopped run exactly
+//   charlm eval RUN [--file TEXT]         the paper's full-eval protocol on the validation split
+//                                         (or on any text file): loss in nats and bits per char
+//   charlm sample --checkpoint RUN --prompt "ROMEO:" --tokens 500 --temperature 0.8 --top-k 40 --seed 1
+//                 [--figure F.png]      (the attention of the last 40 generated characters)
+// Training follows the paper: contiguous streams (datasets/text_streams.h) with the cache of
+// previous layer inputs carried and zeroed when the data wraps; loss = mean NLL (nats) + span
+// loss; the spans are clamped after every optimizer step; Adagrad with the per-tensor step clip
+// and a linear warm-up, or AdamW with warm-up and cosine decay. Logged per step window: loss,
+// bpc, the average and largest span (ramp included, as the original logger), the share of
+// attention work against untrimmed attention, each head's span. The run folder also holds
+// vocab.json (the character vocabulary, bytes in id order; every checkpoint holds it too, as the
+// model buffer vocab_bytes, which eval and sample read) and figures/: span_mask.png (the
+// learned soft mask of every head against distance), spans.png (each head's span over
+// training) and learning_curves.png.
+//
+// Deliberately does not: tokenise beyond bytes, run on several devices, or cache K/V when
+// sampling (each new token recomputes K/V over the window: O(window) per token).
+// Shapes: letters of shape_legend.h.
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/charlm/charlm_run.h"
+#include "apps/common/cli.h"
+
+using namespace posgrad;
+using namespace posgrad::apps;
+using namespace posgrad::charlm;
+
+int main(int argc, char** argv) {
+  CharlmSettings c;
+  Settings settings;
+  declare(settings, c);
+  AppCommandLine cli("charlm", "charlm: character-level language modelling with adaptive attention span", settings);
+  cli.on_train([&](const TrainRequest& request) { train(c, settings, request); });
+
+  std::string run_dir, which = "best", file;
+  CLI::App& eval_job = cli.add_job("eval", "full-eval protocol (8 streams, cache carried) on the validation split or a file",
+                                   [&] { evaluate_run(c, settings, run_dir, which, file); });
+  eval_job.add_option("run", run_dir, "the run folder")->required();
+  eval_job.add_option("--checkpoint", which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
+  eval_job.add_option("--file", file, "score this text file instead of the validation split");
+
+  SampleRequest sample;
+  CLI::App& sample_job = cli.add_job("sample", "generate text from a trained run, one token at a time",
+                                     [&] { sample_run(c, settings, sample); });
+  sample_job.add_option("--checkpoint", sample.run_dir, "the run folder")->required();
+  sample_job.add_option("--which", sample.which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
+  sample_job.add_option("--prompt", sample.prompt, "text to start from (every character must be in the vocabulary)");
+  sample_job.add_option("--tokens", sample.tokens, "characters to generate")->check(CLI::NonNegativeNumber);
+  sample_job.add_option("--temperature", sample.temperature, "softmax temperature (> 0)")->check(CLI::PositiveNumber);
+  sample_job.add_option("--top-k", sample.top_k, "sample among the k most likely (0: all)")->check(CLI::NonNegativeNumber);
+  sample_job.add_option("--seed", sample.seed, "sampling seed");
+  sample_job.add_option("--figure", sample.figure, "also draw the attention of the last 40 generated characters (PNG path)");
+  return cli.run(argc, argv);
+}

@@ -1,0 +1,219 @@
+// SegmentAttention (see segment_attention.h).
+// Shapes: letters of shape_legend.h; S is the maximum span, W the window.
+#include "attention/lm/segment_attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attention/schemes/alibi.h"
+#include "nn/dropout.h"
+#include "nn/init.h"
+
+namespace posgrad {
+
+SegmentPosition segment_position_from_name(const std::string& name) {
+  if (name == "key_pe") return SegmentPosition::KeyPE;
+  if (name == "transformer_xl") return SegmentPosition::TransformerXL;
+  if (name == "rope") return SegmentPosition::Rope;
+  if (name == "alibi") return SegmentPosition::Alibi;
+  if (name == "none") return SegmentPosition::None;
+  fail("unknown positional scheme '{}' for the char LM; valid: key_pe, transformer_xl, rope, alibi, none", name);
+}
+
+std::string segment_position_name(SegmentPosition position) {
+  switch (position) {
+    case SegmentPosition::KeyPE: return "key_pe";
+    case SegmentPosition::TransformerXL: return "transformer_xl";
+    case SegmentPosition::Rope: return "rope";
+    case SegmentPosition::Alibi: return "alibi";
+    case SegmentPosition::None: return "none";
+  }
+  return "?";
+}
+
+Variable unskew(const Variable& x, int64_t window) {
+  const Shape shape = x.value().shape();
+  const int64_t n = static_cast<int64_t>(shape.size());
+  const int64_t M = shape[n - 2], width = shape[n - 1];
+  if (width != window + M) fail("unskew: last axis {} must be window {} + M {}", width, window, M);
+  Shape flat(shape.begin(), shape.end() - 2), pad = flat, rows = flat;
+  flat.push_back(M * width);
+  pad.push_back(M);
+  rows.push_back(M);
+  rows.push_back(width + 1);
+  // Row i of the padded [M, W + M + 1] view starts i elements later in X: column j is X[i, i + j].
+  Variable padded = cat({reshape(x, flat), Variable(Tensor::zeros(pad, x.dtype(), x.value().device()))}, -1);
+  return slice(reshape(padded, rows), -1, 0, window);
+}
+
+Variable skew(const Variable& a) {
+  const Shape shape = a.value().shape();
+  const int64_t n = static_cast<int64_t>(shape.size());
+  const int64_t M = shape[n - 2], W = shape[n - 1];
+  Shape pad(shape.begin(), shape.end() - 1), flat(shape.begin(), shape.end() - 2), out(flat);
+  pad.push_back(M + 1);
+  flat.push_back(M * (W + M + 1));
+  out.push_back(M);
+  out.push_back(W + M);
+  Variable padded = cat({a, Variable(Tensor::zeros(pad, a.dtype(), a.value().device()))}, -1);  // [.., M, W + M + 1]
+  return reshape(narrow(reshape(padded, flat), -1, 0, M * (W + M)), out);
+}
+
+SegmentAttention::SegmentAttention(const SegmentAttentionConfig& config, Generator& gen)
+    : config_(config), head_width_(config.heads > 0 ? config.width / config.heads : 0) {
+  const auto& c = config_;
+  if (c.heads <= 0 || c.width % c.heads != 0)
+    fail("SegmentAttention: width {} must be a positive multiple of heads {}", c.width, c.heads);
+  if (c.max_span < 1) fail("SegmentAttention: max_span must be >= 1, got {}", c.max_span);
+  if (c.position == SegmentPosition::KeyPE && c.attend_self)
+    fail("SegmentAttention: key_pe covers distances 1..max_span; attend_self needs another positional scheme");
+  if (c.position == SegmentPosition::Rope && head_width_ % 2 != 0)
+    fail("SegmentAttention: rope needs an even head width, got {}", head_width_);
+  if (c.position == SegmentPosition::TransformerXL && c.width % 2 != 0)
+    fail("SegmentAttention: transformer_xl needs an even width, got {}", c.width);
+  if (c.trim_granularity < 1) fail("SegmentAttention: trim_granularity must be >= 1, got {}", c.trim_granularity);
+  if (!(c.dropout >= 0.0 && c.dropout < 1.0)) fail("SegmentAttention: dropout must be in [0, 1), got {}", c.dropout);
+  // Q/K/V/O without bias (spec 3.1), PyTorch's default Linear init U(+-1/sqrt(D)).
+  q_proj_ = register_module("q_proj", std::make_shared<Linear>(c.width, c.width, false, gen));
+  k_proj_ = register_module("k_proj", std::make_shared<Linear>(c.width, c.width, false, gen));
+  v_proj_ = register_module("v_proj", std::make_shared<Linear>(c.width, c.width, false, gen));
+  out_proj_ = register_module("out_proj", std::make_shared<Linear>(c.width, c.width, false, gen));
+  if (c.position == SegmentPosition::TransformerXL) {
+    // Spec 5.6: u, v ~ N(0, 0.02); W_kR a bias-free Linear(D, D). Here u, v are per layer.
+    u_ = register_parameter("u", normal({c.heads, head_width_}, 0.0, 0.02, gen));
+    v_ = register_parameter("v", normal({c.heads, head_width_}, 0.0, 0.02, gen));
+    w_kr_ = register_module("w_kr", std::make_shared<Linear>(c.width, c.width, false, gen));
+  }
+  if (c.position == SegmentPosition::Alibi) alibi_slopes_ = alibi_slopes(c.heads);
+  if (c.adaptive_span)
+    span_ = register_module("span", std::make_shared<AdaptiveSpan>(c.heads, c.max_span, c.span_ramp, c.span_init,
+                                                                   c.span_loss));
+}
+
+int64_t SegmentAttention::window() const {
+  const int64_t S = config_.max_span;
+  if (!span_ || !config_.trim) return S;
+  const std::vector<double> c = span_->c().value().to_vector<double>();
+  const double zmax = std::max(0.0, *std::max_element(c.begin(), c.end())) * static_cast<double>(S);
+  const int64_t max_size = std::min<int64_t>(S, static_cast<int64_t>(std::ceil(zmax) + std::ceil(config_.span_ramp)));
+  const int64_t g = config_.trim_granularity;
+  const int64_t trim = std::min(S - 1, S - max_size) / g * g;
+  return S - trim;
+}
+
+Variable SegmentAttention::span_mask(int64_t window) const {
+  if (!span_) return {};
+  const int64_t s = config_.attend_self ? 1 : 0;
+  const double R = config_.span_ramp, S = static_cast<double>(config_.max_span);
+  std::vector<double> ramp(static_cast<size_t>(window));
+  for (int64_t j = 0; j < window; ++j) {
+    const double d = static_cast<double>(window - s - j);
+    ramp[static_cast<size_t>(j)] = (R - (d - 1.0)) / R;
+  }
+  const Variable& c = span_->c();
+  const Tensor ramp_row = Tensor::from_vector(ramp, {1, window}).to(c.dtype()).to(c.value().device());
+  // m = clamp(c S / R + (R - (d - 1)) / R, 0, 1)      [H, W]
+  return clamp(reshape(c, {config_.heads, 1}) * (S / R) + Variable(ramp_row), 0.0, 1.0);
+}
+
+Variable SegmentAttention::split_heads(const Variable& x) const {
+  const int64_t B = x.size(0), N = x.size(1);
+  return permute(reshape(x, {B, N, config_.heads, head_width_}), {0, 2, 1, 3});
+}
+
+Variable SegmentAttention::rotate(const Variable& x, int64_t first_position) const {
+  const int64_t B = x.size(0), H = x.size(1), N = x.size(2), P = head_width_ / 2;
+  std::vector<double> cosines(static_cast<size_t>(N * P)), sines(cosines.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t t = 0; t < P; ++t) {
+      const double angle = static_cast<double>(first_position + n) *
+                           std::pow(config_.rope_base, -2.0 * static_cast<double>(t) / static_cast<double>(head_width_));
+      cosines[static_cast<size_t>(n * P + t)] = std::cos(angle);
+      sines[static_cast<size_t>(n * P + t)] = std::sin(angle);
+    }
+  const Device device = x.value().device();
+  const Variable cosine(Tensor::from_vector(cosines, {N, P}).to(x.dtype()).to(device));
+  const Variable sine(Tensor::from_vector(sines, {N, P}).to(x.dtype()).to(device));
+  Variable pairs = reshape(x, {B, H, N, P, 2});
+  Variable even = select(pairs, 4, 0), odd = select(pairs, 4, 1);  // [B, H, N, P]
+  // Interleaved pairs (2t, 2t + 1) as rope.h: (e cos - o sin, o cos + e sin).
+  return reshape(stack({even * cosine - odd * sine, odd * cosine + even * sine}, 4), {B, H, N, head_width_});
+}
+
+Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const Variable& key_pe, Generator& dropout_gen) {
+  const auto& c = config_;
+  if (h.dim() != 3 || h.size(2) != c.width)
+    fail("SegmentAttention: input must be [B, M, {}], got {}", c.width, h.value().describe());
+  const int64_t B = h.size(0), M = h.size(1);
+  if (cache.defined() && (cache.dim() != 3 || cache.size(0) != B || cache.size(2) != c.width))
+    fail("SegmentAttention: cache must be [{}, C, {}], got {}", B, c.width, cache.describe());
+  const int64_t W = window(), s = c.attend_self ? 1 : 0, keep = W - s;
+  const int64_t C = cache.defined() ? cache.size(1) : 0;
+  const DType dtype = h.dtype();
+  const Device device = h.value().device();
+
+  // The cache rows the window reaches, left-padded with zeros when the cache is shorter.
+  Tensor memory;
+  if (C >= keep) {
+    memory = cache.narrow(1, C - keep, keep);
+  } else {
+    Tensor zeros = Tensor::zeros({B, keep - C, c.width}, dtype, device);
+    memory = C > 0 ? cat(std::vector<Tensor>{zeros, cache}, 1) : zeros;
+  }
+  const Variable src = keep > 0 ? cat({Variable(memory), h}, 1) : h;  // [B, W - s + M, D]
+
+  Variable q = split_heads(q_proj_->forward(h));    // [B, H, M, Dh]
+  Variable k = split_heads(k_proj_->forward(src));  // [B, H, W - s + M, Dh]
+  Variable v = split_heads(v_proj_->forward(src));
+  if (c.position == SegmentPosition::Rope) {
+    q = rotate(q, keep);
+    k = rotate(k, 0);
+  }
+  Variable qc = c.position == SegmentPosition::TransformerXL ? q + reshape(u_, {c.heads, 1, head_width_}) : q;
+  Variable content = matmul(qc, transpose(k, 2, 3));  // [B, H, M, W - s + M]
+  if (s == 1) content = cat({content, Variable(Tensor::zeros({B, c.heads, M, 1}, dtype, device))}, 3);
+  Variable scores = unskew(content, W);  // [B, H, M, W]
+
+  if (c.position == SegmentPosition::KeyPE) {
+    if (!key_pe.defined() || key_pe.dim() != 2 || key_pe.size(0) != head_width_ || key_pe.size(1) != c.max_span)
+      fail("SegmentAttention: key_pe must be [{}, {}]", head_width_, c.max_span);
+    scores = scores + matmul(q, narrow(key_pe, 1, c.max_span - W, W));
+  } else if (c.position == SegmentPosition::TransformerXL) {
+    // R_d for the distance of each slot, halves [sin | cos] concatenated (spec 5.3).
+    const int64_t D = c.width, half = D / 2;
+    std::vector<double> table(static_cast<size_t>(W * D));
+    for (int64_t j = 0; j < W; ++j) {
+      const double d = static_cast<double>(W - s - j);
+      for (int64_t t = 0; t < half; ++t) {
+        const double f = std::pow(10000.0, -2.0 * static_cast<double>(t) / static_cast<double>(D));
+        table[static_cast<size_t>(j * D + t)] = std::sin(d * f);
+        table[static_cast<size_t>(j * D + half + t)] = std::cos(d * f);
+      }
+    }
+    Variable r(Tensor::from_vector(table, {W, D}).to(dtype).to(device));
+    Variable e = permute(reshape(w_kr_->forward(r), {W, c.heads, head_width_}), {1, 2, 0});  // [H, Dh, W]
+    scores = scores + matmul(q + reshape(v_, {c.heads, 1, head_width_}), e);
+  }
+  scores = scores * (1.0 / std::sqrt(static_cast<double>(head_width_)));
+  if (c.position == SegmentPosition::Alibi) {
+    std::vector<double> bias(static_cast<size_t>(c.heads * W));
+    for (int64_t hd = 0; hd < c.heads; ++hd)
+      for (int64_t j = 0; j < W; ++j)
+        bias[static_cast<size_t>(hd * W + j)] = -alibi_slopes_[static_cast<size_t>(hd)] * static_cast<double>(W - s - j);
+    scores = scores + Variable(Tensor::from_vector(bias, {c.heads, 1, W}).to(dtype).to(device));
+  }
+
+  Variable probs = softmax(scores, -1);
+  if (span_) {
+    Variable masked = probs * reshape(span_mask(W), {c.heads, 1, W});
+    probs = masked / (sum(masked, {-1}, true) + 1e-8);
+  }
+  if (c.dropout > 0.0) probs = dropout(probs, c.dropout, is_training(), dropout_gen);
+  if (keep_probs_) last_probs_ = probs.value();
+  Variable band = skew(probs);  // [B, H, M, W + M]
+  if (s == 1) band = narrow(band, 3, 0, W + M - 1);
+  Variable out = matmul(band, v);  // [B, H, M, Dh]
+  return out_proj_->forward(reshape(permute(out, {0, 2, 1, 3}), {B, M, c.width}));
+}
+
+}  // namespace posgrad

@@ -1,0 +1,109 @@
+// SegmentAttention: the attention of a segment-recurrent language model (Sukhbaatar et al. 2019,
+// spec adaptive_span.md sections 1-2; Transformer-XL, section 5). M queries (the current segment)
+// attend over [cache; segment], where the cache holds the previous inputs of this layer
+// (detached). The scores live in distance space: slot j of query i is the key at distance
+//
+//   d = W - j        (j = 0..W-1, d = W..1; the current token is excluded, the paper's rule), or
+//   d = W - 1 - j    (attend_self: d = W-1..0, the GPT / Transformer-XL rule)
+//
+// so every query sees exactly W keys (the window; zero cache slots are attended, not masked, as
+// in the original code). Keys beyond the segment start come from the cache; a cache shorter than
+// the window is left-padded with zeros.
+//
+// Pipeline for h [B, M, D] and cache [B, C, D]:
+//   src = [last W - s rows of cache; h]                 [B, W - s + M, D]   (s = attend_self)
+//   q = Wq h, k = Wk src, v = Wv src (no bias)           [B, H, M, Dh], [B, H, W - s + M, Dh]
+//   rope: q, k rotated by their positions in src
+//   content = (q (+ u for transformer_xl)) . k^T, unskewed to distance space   [B, H, M, W]
+//   key_pe:   + q . P[:, S - W ..] (P = the model's shared key_pe [Dh, S]; column S - d is d)
+//   transformer_xl: + (q + v) . (W_kR R_d)  (R_d the concatenated sinusoid of width D)
+//   scores = (content + positional) / sqrt(Dh);  alibi: scores -= m_h d
+//   p = softmax(scores); adaptive span: p = p m_h(d) / (sum p m_h + 1e-8); p = dropout(p)
+//   out = Wo (p skewed back to key space . v)
+//
+// Adaptive span (child "span", an AdaptiveSpan hook: parameter c [H], regulariser, clamp) gives
+// the mask m_h(d) = clamp((R + c_h S - (d - 1)) / R, 0, 1) (1 at d = 0), and the window:
+//   max_size = min(S, ceil(max_h c_h S) + R),  trim = floor(min(S - 1, S - max_size) / g) g,
+//   W = S - trim    (g = trim_granularity, 64 in the paper; trim = false keeps W = S)
+// Every trimmed key has mask 0 for every head, so trimming never changes the numbers beyond the
+// renormaliser's 1e-8 (tests/attention/test_char_transformer.cpp). Without adaptive span W = S.
+//
+// Deliberately not here: the cache bookkeeping across segments (char_transformer.h), K/V caching
+// at inference (K/V are recomputed over the window each call: O(W D^2) per token), a banded kernel
+// (the content product is the dense M x (W + M) one of the reference code, half of it discarded).
+// Shapes: letters of shape_legend.h; S is the maximum span, W the window (trimmed span).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "attention/spans/adaptive_span.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+#include "tensor/random.h"
+
+namespace posgrad {
+
+enum class SegmentPosition { KeyPE, TransformerXL, Rope, Alibi, None };
+// key_pe | transformer_xl | rope | alibi | none
+SegmentPosition segment_position_from_name(const std::string& name);
+std::string segment_position_name(SegmentPosition position);
+
+struct SegmentAttentionConfig {
+  int64_t width = 128;      // D
+  int64_t heads = 4;        // H
+  int64_t max_span = 256;   // S: the longest distance a query may see
+  SegmentPosition position = SegmentPosition::KeyPE;
+  bool attend_self = false;  // include distance 0 (not with key_pe, whose table starts at d = 1)
+  bool adaptive_span = true;
+  double span_ramp = 32;         // R
+  double span_init = 0.0;        // initial c
+  double span_loss = 2e-6;       // lambda
+  bool trim = true;              // cut the window to the longest span + ramp
+  int64_t trim_granularity = 64;
+  double dropout = 0.0;          // on the attention probabilities (after the mask)
+  double rope_base = 10000.0;
+};
+
+class SegmentAttention : public Module {
+ public:
+  SegmentAttention(const SegmentAttentionConfig& config, Generator& gen);
+
+  // h [B, M, D], cache [B, C, D] (C >= 0; detached by the caller), key_pe [Dh, S] (key_pe
+  // scheme only, else undefined), dropout_gen for the attention dropout. -> [B, M, D].
+  Variable forward(const Variable& h, const Tensor& cache, const Variable& key_pe, Generator& dropout_gen);
+  using Module::forward;
+
+  // The window W the next forward uses (S without trimming; see above).
+  int64_t window() const;
+  // The mask over the window's slots [H, W] (slot j = distance as above); undefined without
+  // adaptive span. Differentiable in c.
+  Variable span_mask(int64_t window) const;
+  AdaptiveSpan* span() const { return span_.get(); }
+  const SegmentAttentionConfig& config() const { return config_; }
+  // Probabilities of the last forward [B, H, M, W] (for figures), when keep_probs is set.
+  void set_keep_probs(bool keep) { keep_probs_ = keep; }
+  const Tensor& last_probs() const { return last_probs_; }
+
+ private:
+  Variable split_heads(const Variable& x) const;  // [B, N, D] -> [B, H, N, Dh]
+  Variable rotate(const Variable& x, int64_t first_position) const;  // RoPE on [B, H, N, Dh]
+
+  SegmentAttentionConfig config_;
+  int64_t head_width_;
+  std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;
+  std::shared_ptr<Linear> w_kr_;  // transformer_xl
+  Variable u_, v_;                // transformer_xl [H, Dh]
+  std::shared_ptr<AdaptiveSpan> span_;
+  std::vector<double> alibi_slopes_;
+  bool keep_probs_ = false;
+  Tensor last_probs_;
+};
+
+// The distance-space reshapes of the reference code (spec 2.1), on the last two axes:
+//   unskew: X [.., M, W + M] -> U [.., M, W] with U[i, j] = X[i, i + j]
+//   skew:   A [.., M, W]     -> S [.., M, W + M] with S[i, i + j] = A[i, j], zeros elsewhere
+Variable unskew(const Variable& x, int64_t window);
+Variable skew(const Variable& a);
+
+}  // namespace posgrad

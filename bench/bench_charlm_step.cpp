@@ -1,0 +1,125 @@
+// bench_charlm_step: one training step (forward over [cache; segment], cross-entropy plus span
+// loss, backward, AdamW, clamp) of the char LM with adaptive span (attention/lm/
+// char_transformer.h) at the shakespeare_cpu size, against its PyTorch twin (bench/charlm_torch.py,
+// masking only: dense attention over all S cached keys) on the same threads; then generation
+// speed (one token per forward with the cache). Every head starts at c = --span-init (the spans a
+// trained model would have), so trimming cuts the window to ceil(max z) + 32 rounded up to 64.
+//
+// Usage: bench_charlm_step [--batch 16] [--segment 128] [--max-span 256] [--layers 4] [--width 128]
+//                          [--heads 4] [--ff 512] [--span-init-permille 100] [--reps 5] [--warmup 2]
+//                          [--generate 200] [--no-torch]
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "attention/lm/char_transformer.h"
+#include "bench/torch_twin.h"
+#include "nn/adam.h"
+#include "nn/losses.h"
+#include "posgrad.h"
+
+#ifdef POSGRAD_OPENMP
+#include <omp.h>
+#endif
+
+using namespace posgrad;
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+Tensor random_tokens(int64_t B, int64_t N, int64_t V, Generator& gen) {
+  std::vector<int64_t> t(static_cast<size_t>(B * N));
+  for (auto& v : t) v = std::min<int64_t>(V - 1, static_cast<int64_t>(gen.next_uniform() * static_cast<double>(V)));
+  return Tensor::from_vector(t, {B, N});
+}
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::map<std::string, int64_t> a{{"batch", 16}, {"segment", 128}, {"max-span", 256}, {"layers", 4},
+                                   {"width", 128}, {"heads", 4},    {"ff", 512},        {"span-init-permille", 100},
+                                   {"reps", 5},    {"warmup", 2},   {"generate", 200}};
+  bool torch = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--no-torch") {
+      torch = false;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0 || i + 1 >= argc || !a.count(arg.substr(2)))
+      fail("bench_charlm_step: unknown or incomplete argument '{}'", arg);
+    a[arg.substr(2)] = std::stoll(argv[++i]);
+  }
+  int threads = 1;
+#ifdef POSGRAD_OPENMP
+  threads = omp_get_max_threads();
+#endif
+  const int64_t V = 65, B = a["batch"], M = a["segment"];
+  const double init = static_cast<double>(a["span-init-permille"]) / 1000.0;
+  CharTransformerConfig c;
+  c.vocab = V;
+  c.layers = a["layers"];
+  c.ff_width = a["ff"];
+  c.attention.width = a["width"];
+  c.attention.heads = a["heads"];
+  c.attention.max_span = a["max-span"];
+  c.attention.span_init = init;
+  Generator gen(0);
+  CharTransformer model(c, gen);
+  AdamW opt(model.parameters(), AdamWOptions{.lr = 1e-3, .weight_decay = 0.0});
+  LayerCache cache;
+  std::vector<double> times;
+  for (int64_t step = 0; step < a["warmup"] + a["reps"]; ++step) {
+    const Tensor tokens = random_tokens(B, M + 1, V, gen);
+    const auto start = std::chrono::steady_clock::now();
+    Variable logits = model.forward(tokens.narrow(1, 0, M).contiguous(), cache, gen);
+    Variable loss = cross_entropy(logits, tokens.narrow(1, 1, M).contiguous()) + model.span_loss();
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    model.clamp_spans();
+    if (step >= a["warmup"]) times.push_back(seconds_since(start));
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  fmt::print("charlm training step: batch {} x segment {}, max span {}, c = {} (window {}), {} layers, width {}, "
+             "{} threads\n",
+             B, M, c.attention.max_span, init, model.layer(0).attention().window(), c.layers, c.attention.width, threads);
+  fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  (attention work {:.0f}% of untrimmed)\n", median * 1e3,
+             static_cast<double>(B * M) / median, 100.0 * model.attention_flops_share(M));
+  if (torch) {
+    const std::string args = fmt::format("--batch {} --segment {} --max-span {} --layers {} --width {} --heads {} --ff {} "
+                                         "--span-init {} --reps {} --warmup {}",
+                                         B, M, a["max-span"], a["layers"], a["width"], a["heads"], a["ff"], init,
+                                         a["reps"], a["warmup"]);
+    const bench::TwinRun run = bench::run_torch_twin("charlm_torch.py", args, threads);
+    const auto at = run.output.find("\"median_ms\": ");
+    if (!run.ok || at == std::string::npos) {
+      fmt::print("  pytorch  (twin failed: {})\n", run.tail());
+    } else {
+      const double torch_ms = std::stod(run.output.substr(at + 13));
+      fmt::print("  pytorch  median {:8.1f} ms  {:8.0f} tokens/s  (masking only)   posgrad / pytorch time {:.2f}\n",
+                 torch_ms, static_cast<double>(B * M) / (torch_ms / 1e3), median * 1e3 / torch_ms);
+    }
+  }
+
+  // Generation: one token per forward with the cache (K/V recomputed over the window each time).
+  NoGradGuard no_grad;
+  model.eval();
+  LayerCache gen_cache;
+  Tensor next = random_tokens(1, 1, V, gen);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t t = 0; t < a["generate"]; ++t) {
+    const Tensor logits = model.forward(next, gen_cache, gen).value();
+    const auto row = logits.reshape({V}).to_vector<float>();
+    next = Tensor::from_vector(std::vector<int64_t>{std::max_element(row.begin(), row.end()) - row.begin()}, {1, 1});
+  }
+  const double gen_s = seconds_since(start);
+  fmt::print("  generation (greedy, batch 1): {:.0f} tokens/s\n", static_cast<double>(a["generate"]) / gen_s);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_charlm_step: error: %s\n", e.what());
+  return 1;
+}

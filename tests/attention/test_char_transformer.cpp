@@ -1,0 +1,278 @@
+// The char LM with adaptive span and cache (attention/lm/char_transformer.h):
+//   * golden PyTorch files (tools/golden_charlm.py): logits with and without cache, the loss and
+//     every gradient (span parameters included), 3 Adagrad steps with the per-tensor clip;
+//   * segments with the cache give the logits of one long forward with the same window;
+//   * trimming never changes numbers (every trimmed key has mask 0), for every positional scheme;
+//   * one token at a time (incremental decoding) gives the logits of a full forward;
+//   * the spans move in a short run: they grow on data that rewards looking back, and the span
+//     loss with the clamp pushes them to 0 on data that does not (spec pitfall #12);
+//   * the distance-space reshapes (unskew / skew) against the spec's index facts.
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "attention/lm/char_transformer.h"
+#include "nn/adagrad.h"
+#include "nn/losses.h"
+#include "nn/safetensors.h"
+#include "posgrad.h"
+#include "tests/golden_compare.h"
+
+using namespace posgrad;
+namespace bdata = boost::unit_test::data;
+using posgrad::test::expect_close;
+
+namespace {
+
+CharTransformerConfig small_config(const std::string& position, bool pre_norm, int64_t max_span = 40) {
+  CharTransformerConfig c;
+  c.vocab = 11;
+  c.layers = 2;
+  c.ff_width = 32;
+  c.pre_norm = pre_norm;
+  c.cache_margin = 8;
+  c.attention.width = 16;
+  c.attention.heads = 2;
+  c.attention.max_span = max_span;
+  c.attention.position = segment_position_from_name(position);
+  c.attention.span_ramp = 8;
+  c.attention.trim_granularity = 8;
+  c.attention.span_loss = 2e-3;
+  return c;
+}
+
+void set_spans(CharTransformer& model, const std::vector<std::vector<double>>& c) {
+  for (int64_t l = 0; l < model.num_layers(); ++l) {
+    Tensor value = model.layer(l).attention().span()->c().value();
+    value.copy_(Tensor::from_vector(c.at(static_cast<size_t>(l)), {static_cast<int64_t>(c[static_cast<size_t>(l)].size())}));
+  }
+}
+
+Tensor random_tokens(int64_t B, int64_t N, int64_t V, uint64_t seed) {
+  Generator gen(seed);
+  std::vector<int64_t> t(static_cast<size_t>(B * N));
+  for (auto& v : t) v = static_cast<int64_t>(gen.next_uniform() * static_cast<double>(V)) % V;
+  return Tensor::from_vector(t, {B, N});
+}
+
+Variable lm_loss(CharTransformer& model, const Variable& logits, const Tensor& targets) {
+  Variable loss = cross_entropy(logits, targets);
+  Variable span = model.span_loss();
+  return span.defined() ? loss + span : loss;
+}
+
+const char* kGoldenFiles[] = {"charlm_key_pe_postnorm.safetensors", "charlm_rope_prenorm.safetensors"};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(char_transformer)
+
+BOOST_AUTO_TEST_CASE(unskew_and_skew_follow_the_index_facts) {
+  const int64_t M = 3, W = 4;
+  std::vector<double> x(static_cast<size_t>(M * (W + M)));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i + 1);
+  const Tensor X = Tensor::from_vector(x, {1, M, W + M});
+  const auto u = unskew(Variable(X), W).value().to_vector<double>();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < W; ++j) BOOST_TEST(u[static_cast<size_t>(i * W + j)] == x[static_cast<size_t>(i * (W + M) + i + j)]);
+  std::vector<double> a(static_cast<size_t>(M * W));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i + 1);
+  const auto s = skew(Variable(Tensor::from_vector(a, {1, M, W}))).value().to_vector<double>();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t c = 0; c < W + M; ++c) {
+      const int64_t j = c - i;
+      const double expected = (j >= 0 && j < W) ? a[static_cast<size_t>(i * W + j)] : 0.0;
+      BOOST_TEST(s[static_cast<size_t>(i * (W + M) + c)] == expected);
+    }
+}
+
+BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make(kGoldenFiles), file) {
+  const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/" + file);
+  const auto cfg = nlohmann::json::parse(golden.metadata.at("config"));
+  CharTransformerConfig c = small_config(cfg["position"], cfg["pre_norm"], cfg["max_span"]);
+  c.attention.span_ramp = cfg["ramp"];
+  c.attention.trim_granularity = cfg["granularity"];
+  c.cache_margin = cfg["cache_margin"];
+  c.attention.span_loss = cfg["span_loss"];
+  Generator gen(1);
+  CharTransformer model(c, gen);
+  StateDict weights;
+  for (const auto& [name, t] : golden.tensors)
+    if (name.rfind("param.", 0) == 0) weights.emplace_back(name.substr(6), t);
+  model.to(kFloat64);
+  model.load_state_dict(weights, /*strict=*/true);
+  BOOST_TEST(model.named_parameters().size() == weights.size());
+
+  const int64_t M = cfg["segment"];
+  const Tensor tokens = golden.at("tokens");
+  auto input = [&](int64_t i) { return tokens.narrow(1, i * M, M).contiguous(); };
+  auto target = [&](int64_t i) { return tokens.narrow(1, i * M + 1, M).contiguous(); };
+
+  BOOST_TEST_MESSAGE(file);
+  LayerCache cache;
+  Variable logits0 = model.forward(input(0), cache, gen);
+  expect_close("logits0 (zero cache)", logits0.value(), golden.at("logits0"), 1e-12, 1e-10);
+  Variable logits1 = model.forward(input(1), cache, gen);
+  expect_close("logits1 (with cache)", logits1.value(), golden.at("logits1"), 1e-12, 1e-10);
+  Variable loss1 = lm_loss(model, logits1, target(1));
+  expect_close("loss1", loss1.value().reshape({1}), golden.at("loss1"), 1e-12, 1e-10);
+  loss1.backward();
+  for (const auto& [name, p] : model.named_parameters()) {
+    BOOST_REQUIRE_MESSAGE(p.grad().defined(), "no gradient for " << name);
+    expect_close("grad." + name, p.grad(), golden.at("grad." + name), 1e-12, 1e-8);
+  }
+
+  AdagradOptions options;
+  options.lr = cfg["lr"];
+  options.clip_per_tensor = cfg["clip"];
+  Adagrad opt(model.parameters(), options);
+  LayerCache carried;
+  std::vector<double> losses;
+  for (int64_t i = 0; i < 3; ++i) {
+    opt.zero_grad();
+    Variable loss = lm_loss(model, model.forward(input(i), carried, gen), target(i));
+    loss.backward();
+    opt.step();
+    model.clamp_spans();
+    losses.push_back(loss.item());
+  }
+  expect_close("adagrad_losses (3 steps)", Tensor::from_vector(losses, {3}), golden.at("adagrad_losses"), 1e-12, 1e-10);
+  for (const auto& [name, p] : model.named_parameters())
+    expect_close("after." + name, p.value(), golden.at("after." + name), 1e-10, 1e-8);
+}
+
+// The same text in segments with the cache, or in one forward with a zero cache, gives the same
+// logits (the cache holds at least the window). Every scheme, both layer orders, with and without
+// adaptive span, with and without the current token.
+BOOST_DATA_TEST_CASE(segments_with_cache_equal_one_long_forward,
+                     bdata::make({"key_pe", "transformer_xl", "rope", "alibi", "none"}) * bdata::make({false, true}) *
+                         bdata::make({false, true}),
+                     position, pre_norm, adaptive) {
+  CharTransformerConfig c = small_config(position, pre_norm, 24);
+  c.attention.adaptive_span = adaptive;
+  c.attention.attend_self = std::string(position) == "alibi";
+  Generator gen(5);
+  CharTransformer model(c, gen);
+  model.to(kFloat64);
+  if (adaptive) set_spans(model, {{0.2, 0.5}, {0.0, 0.1}});
+  const int64_t B = 2, M = 7, segments = 5;
+  const Tensor tokens = random_tokens(B, M * segments, c.vocab, 9);
+  LayerCache long_cache, seg_cache;
+  const Tensor full = model.forward(tokens, long_cache, gen).value();
+  std::vector<Tensor> parts;
+  for (int64_t s = 0; s < segments; ++s)
+    parts.push_back(model.forward(tokens.narrow(1, s * M, M).contiguous(), seg_cache, gen).value());
+  const Tensor joined = cat(parts, 1);
+  expect_close(fmt::format("{} pre_norm {} adaptive {}", position, pre_norm, adaptive), joined, full, 1e-12, 1e-10);
+}
+
+// Trimming only removes keys whose mask is 0 for every head: the logits and gradients with the
+// trimmed window equal those with the full window S (up to the renormaliser's 1e-8).
+BOOST_DATA_TEST_CASE(trimming_never_changes_numbers, bdata::make({"key_pe", "rope", "transformer_xl"}), position) {
+  CharTransformerConfig trimmed = small_config(position, false, 64), full = trimmed;
+  full.attention.trim = false;
+  Generator g1(11), g2(11);
+  CharTransformer a(trimmed, g1), b(full, g2);
+  a.to(kFloat64);
+  b.to(kFloat64);
+  set_spans(a, {{0.1, 0.3}, {0.0, 0.05}});
+  set_spans(b, {{0.1, 0.3}, {0.0, 0.05}});
+  BOOST_TEST(a.layer(0).attention().window() < 64);  // 0.3 * 64 + 8 = 27.2 -> trim 32, window 32
+  BOOST_TEST(a.layer(1).attention().window() == 16);
+  BOOST_TEST(b.layer(0).attention().window() == 64);
+  const Tensor tokens = random_tokens(2, 70, trimmed.vocab, 4);
+  LayerCache ca, cb;
+  // Warm the caches so the window reaches into the cached rows, then compare a segment.
+  a.forward(tokens.narrow(1, 0, 50).contiguous(), ca, g1);
+  b.forward(tokens.narrow(1, 0, 50).contiguous(), cb, g2);
+  // b keeps S rows, a only window + margin: both still hold every key the window reaches.
+  const Tensor next = tokens.narrow(1, 50, 19).contiguous(), targets = tokens.narrow(1, 51, 19).contiguous();
+  Variable la = lm_loss(a, a.forward(next, ca, g1), targets);
+  Variable lb = lm_loss(b, b.forward(next, cb, g2), targets);
+  expect_close("loss trimmed vs full", la.value(), lb.value(), 1e-10, 1e-9);
+  la.backward();
+  lb.backward();
+  const auto pa = a.named_parameters(), pb = b.named_parameters();
+  for (size_t i = 0; i < pa.size(); ++i) expect_close("grad." + pa[i].first, pa[i].second.grad(), pb[i].second.grad(), 1e-8, 1e-6);
+}
+
+// Incremental decoding (one token per forward, cache carried) equals a full forward.
+BOOST_DATA_TEST_CASE(incremental_logits_equal_a_full_forward, bdata::make({"key_pe", "rope", "alibi"}), position) {
+  CharTransformerConfig c = small_config(position, false, 32);
+  Generator gen(21);
+  CharTransformer model(c, gen);
+  model.to(kFloat64);
+  model.eval();
+  set_spans(model, {{0.3, 0.1}, {0.5, 0.0}});
+  const Tensor tokens = random_tokens(1, 45, c.vocab, 2);
+  LayerCache full_cache, step_cache;
+  const Tensor full = model.forward(tokens, full_cache, gen).value();  // [1, 45, V]
+  // A prompt of 5 tokens in one forward, then one token at a time.
+  std::vector<Tensor> parts{model.forward(tokens.narrow(1, 0, 5).contiguous(), step_cache, gen).value()};
+  for (int64_t t = 5; t < 45; ++t) parts.push_back(model.forward(tokens.narrow(1, t, 1).contiguous(), step_cache, gen).value());
+  expect_close(std::string("incremental ") + position, cat(parts, 1), full, 1e-12, 1e-10);
+}
+
+// Pitfall #12: the spans must move. Data with period 5 rewards the key at distance 5 (on the
+// ramp at c = 0), so c grows under the paper's Adagrad with the per-tensor clip; i.i.d. data
+// rewards nothing, and a large span loss (plain Adagrad: the clip would shrink its steps to a
+// crawl) with the clamp brings c from 0.5 to exactly 0.
+BOOST_AUTO_TEST_CASE(spans_move_in_a_short_run) {
+  auto run = [](bool periodic, double init, double span_loss) {
+    CharTransformerConfig c = small_config("key_pe", false, 64);
+    c.attention.span_init = init;
+    c.attention.span_loss = span_loss;
+    Generator gen(3);
+    CharTransformer model(c, gen);
+    AdagradOptions o;
+    o.lr = 0.05;
+    o.clip_per_tensor = periodic ? 0.03 : 0.0;
+    Adagrad opt(model.parameters(), o);
+    Tensor pattern = random_tokens(1, 5, c.vocab, 17);
+    LayerCache cache;
+    for (int step = 0; step < 60; ++step) {
+      Tensor tokens = random_tokens(4, 17, c.vocab, 100 + static_cast<uint64_t>(step));
+      if (periodic) {
+        std::vector<int64_t> t(4 * 17), p = pattern.to_vector<int64_t>();
+        for (int64_t b = 0; b < 4; ++b)
+          for (int64_t i = 0; i < 17; ++i) t[static_cast<size_t>(b * 17 + i)] = p[static_cast<size_t>((i + b + step * 16) % 5)];
+        tokens = Tensor::from_vector(t, {4, 17});
+      }
+      opt.zero_grad();
+      Variable loss = lm_loss(model, model.forward(tokens.narrow(1, 0, 16).contiguous(), cache, gen),
+                              tokens.narrow(1, 1, 16).contiguous());
+      loss.backward();
+      opt.step();
+      model.clamp_spans();
+    }
+    return model.head_spans();
+  };
+  double grown = 0;
+  for (const auto& layer : run(true, 0.0, 0.0))
+    for (double z : layer) grown = std::max(grown, z);
+  BOOST_TEST_MESSAGE("periodic data: largest span " << grown);
+  BOOST_TEST(grown > 0.5);
+  for (const auto& layer : run(false, 0.5, 5e-2))
+    for (double z : layer) BOOST_TEST(z == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(bad_configurations_are_errors) {
+  Generator gen(1);
+  CharTransformerConfig c = small_config("key_pe", false);
+  c.attention.attend_self = true;
+  BOOST_CHECK_THROW(CharTransformer(c, gen), Error);
+  BOOST_CHECK_THROW(segment_position_from_name("sinusoidal"), Error);
+  CharTransformerConfig d = small_config("rope", false);
+  d.attention.width = 18;
+  d.attention.heads = 3;  // head width 6, fine for rope; 18 % 4 != 0 elsewhere
+  BOOST_CHECK_NO_THROW(CharTransformer(d, gen));
+  d.attention.heads = 4;
+  BOOST_CHECK_THROW(CharTransformer(d, gen), Error);
+  CharTransformer model(small_config("none", false), gen);
+  LayerCache cache;
+  BOOST_CHECK_THROW(model.forward(Tensor::zeros({2, 3}, kFloat32), cache, gen), Error);
+  BOOST_CHECK_THROW(model.forward(Tensor::zeros({2, 0}, DType::Int64), cache, gen), Error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
