@@ -19,8 +19,7 @@ Tensor average_pool(const Tensor& images, int64_t side, const std::string& datas
   const int64_t n = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
   if (side == 0 || side == H) return images;
   if (H != W || side > H || H % side != 0)
-    fail("data.image_size {} does not fit {}'s {}x{} images: it must divide {} (e.g. {}), or be 0 for the native size",
-         side, dataset, H, W, H, H / 2);
+    fail("data.image_size {} does not fit {}'s {}x{} images: it must divide {}", side, dataset, H, W, H);
   const int64_t f = H / side;
   const std::vector<float> in = images.contiguous().to_vector<float>();
   std::vector<float> out(static_cast<size_t>(n * C * side * side), 0.0f);
@@ -32,7 +31,21 @@ Tensor average_pool(const Tensor& images, int64_t side, const std::string& datas
   return Tensor::from_vector(out, {n, C, side, side});
 }
 
-ImageSet prepare(const Tensor& images, const Tensor& labels, const PosattnSettings& c, std::vector<std::string> names) {
+void check_image_size(const PosattnSettings& c, int64_t native) {
+  const int64_t side = c.data.image_size;
+  if (side != 0 && (side > native || native % side != 0))
+    fail("data.image_size {} does not fit {}'s {}x{} images: it must divide {} (e.g. {}), or be 0 for the native size",
+         side, c.data.dataset, native, native, native, native / 2);
+}
+
+// `subset` (when non-empty) picks the images first, so only they are pooled and copied.
+ImageSet prepare(Tensor images, Tensor labels, const PosattnSettings& c, std::vector<std::string> names,
+                 const std::vector<int64_t>& subset = {}) {
+  if (!subset.empty()) {
+    const Tensor index = Tensor::from_vector(subset, {static_cast<int64_t>(subset.size())});
+    images = index_select(images, 0, index);
+    labels = index_select(labels, 0, index);
+  }
   ImageSet set;
   set.class_names = std::move(names);
   set.classes = 10;
@@ -69,34 +82,36 @@ std::filesystem::path dataset_folder(const PosattnSettings& c) {
   return sub;
 }
 
+// The seeded subset of `n` images (empty: all), a stream of its own, apart from the split's.
+static std::vector<int64_t> subset_indices(const PosattnSettings& c, int64_t n) {
+  if (c.data.small_dataset == 0) return {};
+  if (c.data.small_dataset > n)
+    fail("data.small_dataset ({}) is larger than the {} images of {}", c.data.small_dataset, n, c.data.dataset);
+  std::vector<int64_t> order =
+      random_split_indices(n, 0.0, derive_seed(static_cast<uint64_t>(c.seed), SeedStream::Split, 1)).train;
+  order.resize(static_cast<size_t>(c.data.small_dataset));
+  return order;
+}
+
 ImageSplits load_train_val(const PosattnSettings& c) {
+  check_image_size(c, c.data.dataset == "cifar10" ? 32 : 28);
   const std::filesystem::path dir = dataset_folder(c);
   ImageSplits out;
   if (c.data.dataset == "cifar10") {
     Cifar10 d = load_cifar10_train(dir);
-    out.set = prepare(d.images, d.labels, c, cifar10_class_names(dir));
+    out.set = prepare(d.images, d.labels, c, cifar10_class_names(dir), subset_indices(c, d.size()));
   } else {
     Mnist d = load_mnist(dir, /*train=*/true, PixelRange::Symmetric);
-    out.set = prepare(d.images, d.labels, c, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"});
+    out.set = prepare(d.images, d.labels, c, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, subset_indices(c, d.size()));
   }
-  const auto seed = static_cast<uint64_t>(c.seed);
-  std::shared_ptr<const Dataset> pool = out.set.all;
-  const int64_t n = pool->size();
-  if (c.data.small_dataset > 0) {
-    if (c.data.small_dataset > n) fail("data.small_dataset ({}) is larger than the {} images of {}", c.data.small_dataset, n, c.data.dataset);
-    // A seeded permutation, its first `small_dataset` images (a stream of its own, apart from the split's).
-    std::vector<int64_t> order = random_split_indices(n, 0.0, derive_seed(seed, SeedStream::Split, 1)).train;
-    order.resize(static_cast<size_t>(c.data.small_dataset));
-    const Tensor index = Tensor::from_vector(order, {c.data.small_dataset});
-    out.set.all = std::make_shared<TensorDataset>(index_select(out.set.all->inputs(), 0, index),
-                                                  index_select(out.set.all->targets(), 0, index));
-  }
-  out.parts = random_split(out.set.all, c.data.val_fraction, seed);
-  if (out.parts.val->size() == 0) fail("the validation split is empty ({} images, data.val_fraction {})", out.set.all->size(), c.data.val_fraction);
+  out.parts = random_split(out.set.all, c.data.val_fraction, static_cast<uint64_t>(c.seed));
+  if (out.parts.val->size() == 0)
+    fail("the validation split is empty ({} images, data.val_fraction {})", out.set.all->size(), c.data.val_fraction);
   return out;
 }
 
 ImageSet load_test(const PosattnSettings& c) {
+  check_image_size(c, c.data.dataset == "cifar10" ? 32 : 28);
   const std::filesystem::path dir = dataset_folder(c);
   if (c.data.dataset == "cifar10") {
     std::optional<Cifar10> d = load_cifar10_test(dir);
