@@ -106,7 +106,7 @@ void draw_encoding(const RunDir& run, PosattnClassifier& model, const Positions&
   }
   const bool grid = rows > 1;
   Figure fig(static_cast<int>(grid ? L : 1), static_cast<int>(grid ? H : L), grid ? 170 : 360, grid ? 170 : 260,
-             title + ": positional bias v.E[r]/sqrt(Dh) per layer (rows) and head (columns) over the relative grid");
+             title + ": v.E[r]/sqrt(Dh), layers x heads");
   for (int64_t l = 0; l < L; ++l) {
     if (grid) {
       for (int64_t h = 0; h < H; ++h) {
@@ -164,7 +164,7 @@ void draw_attention(const RunDir& run, PosattnClassifier& model, const ImageSpli
   const int cell = std::max(4, static_cast<int>(160 / S[0]));
   const int panel = static_cast<int>(cell * S[0]) + 40;
   Figure fig(static_cast<int>(count), static_cast<int>(L + 1), panel, panel + 10,
-             fmt::format("{}: attention of the query pixel (outlined) per layer, mean over heads; span box in red", title));
+             fmt::format("{}: query (white) attention{}", title, model.config().span ? ", span box (red)" : ""));
   std::vector<std::vector<float>> probs;  // per layer: [B, N] (row `query`, mean over heads)
   for (const auto& block : model.blocks()) {
     const Tensor p = block->attention().last_dense_probs();  // [B, H, N, N]
@@ -204,7 +204,7 @@ void draw_attention(const RunDir& run, PosattnClassifier& model, const ImageSpli
       }
       const int qx = static_cast<int>(query % S[1]), qy = static_cast<int>(query / S[1]);
       fig.canvas().stroke_rect({x0 + cell * qx, y0 + cell * qy, cell, cell}, colors::white, 1.5);
-      if (col > 0 && size_t(col - 1) < layers.size() && model.config().dims == 2) {
+      if (col > 0 && size_t(col - 1) < layers.size() && model.config().dims == 2 && layers[size_t(col - 1)].contains("sigma")) {
         const auto half = layers[size_t(col - 1)]["half_width"];
         const int hy = half[0].get<int>(), hx = half[1].get<int>();
         const int lx = std::max(0, qx - hx), rx = std::min(static_cast<int>(S[1]) - 1, qx + hx);
@@ -224,7 +224,7 @@ void draw_figures(PosattnSettings& c, Settings& settings, const std::string& run
   load_run_settings(settings, run_dir);
   RunDir run(run_dir, ExistingRun::Append);
   const auto records = run.read_metrics();
-  const std::string title = fmt::format("{} {}-D{}{}, seed {}", c.model.positional, c.model.positional_dims,
+  const std::string title = fmt::format("{} {}-D{}{} seed {}", c.model.positional, c.model.positional_dims,
                                         c.model.span ? " + span" : "",
                                         c.model.span && c.model.threshold > 0 ? fmt::format(" t={}", c.model.threshold) : "",
                                         c.seed);

@@ -4,7 +4,7 @@
 // what an uninterrupted run logs; eval scores the best checkpoint at the accuracy the run logged;
 // a NaN injected into a parameter stops the run naming the parameter and keeps the checkpoint;
 // bad input (no data folder, an image size that does not fit, an unknown scheme) gets a clear
-// error; every quick preset trains a few steps. Skipped when the CIFAR-10 folder is absent.
+// error; every quick preset trains a few steps; figures draws its four figures. Skipped when the CIFAR-10 folder is absent.
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -126,6 +126,14 @@ BOOST_AUTO_TEST_CASE(short_run_resume_eval_and_nan) {
   // The test split needs test_batch.bin, which the shared data folder does not have: one clear line.
   if (run("eval " + reference.string() + " --split test", tmp.path() / "test.txt") != 0)
     BOOST_TEST(read_text(tmp.path() / "test.txt").find("test_batch.bin") != std::string::npos);
+
+  // figures: curves, spans (sigma and box per layer), the encoding heatmaps, attention on images.
+  BOOST_REQUIRE_MESSAGE(run("figures " + reference.string() + " --images 2", tmp.path() / "fig.txt") == 0,
+                        read_text(tmp.path() / "fig.txt"));
+  for (const char* name : {"curves", "spans", "encoding", "attention"}) {
+    BOOST_TEST(fs::file_size(reference / "figures" / (std::string(name) + ".png")) > 1000u, name);
+    BOOST_TEST(fs::exists(reference / "figures" / (std::string(name) + ".svg")), name);
+  }
 
   // The same run killed with SIGKILL after a checkpoint, then resumed: the same metrics.
   const fs::path killed = tmp.path() / "killed";
