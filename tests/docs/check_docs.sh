@@ -41,12 +41,17 @@ NOT_RUN=(
   "scripts/fuzz.sh*|a clang build and minutes of fuzzing; the fuzz_replay_* tests replay every committed input"
   "nice -n 10 scripts/fuzz.sh*|a clang build and minutes of fuzzing; the fuzz_replay_* tests replay every committed input"
   "build-fuzz/bin/*|the clang fuzz build of scripts/fuzz.sh; the fuzz_replay_* tests run the same harnesses"
+  "build/bin/posattn --config configs/posattn/[12]d_*|the full thesis protocol (32x32, 80 epochs: a GPU); the posattn_app test trains every quick preset"
+  "build/bin/posgrad-sweep configs/posattn/sweeps/ex*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
+  "build/bin/posgrad-sweep configs/posattn/sweeps/2d_vs_1d*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
 )
 
 # Settings appended to a program's documented training command so that it runs in seconds (not
 # to its eval/sample jobs, --resume or --help).
 declare -A QUICK_ARGS=(
   [count24]="-Dtrain.steps=300"
+  [posattn]="-Ddata.small_dataset=200 -Dtrain.max_steps=2"
+  [posgrad-sweep]="-Ddata.small_dataset=200 -Dtrain.max_steps=2"
   [bench_sgemm]="--sizes 128 --reps 1 --no-torch"
   [bench_transformer]="--batch 2 --tokens 16 --width 32 --heads 2 --ff 64 --layers 1 --reps 1 --warmup 0 --no-torch"
   [bench_posattn_step]="--batch 1 --side 8 --reps 1 --warmup 0"
@@ -101,7 +106,7 @@ run_command() {
   local quick=""
   [[ ${POSGRAD_DOCS_AS_WRITTEN:-0} == 1 ]] || quick=${QUICK_ARGS[$program]-}
   # Jobs that train nothing take no training settings (and --resume refuses any).
-  [[ " $cmd " =~ [[:space:]](eval|sample|--resume|--help)[[:space:]] ]] && quick=""
+  [[ " $cmd " =~ [[:space:]](eval|sample|figures|--resume|--help|--table-only|--dry-run)[[:space:]] ]] && quick=""
   local start=$SECONDS
   if (cd "$run_dir" && timeout 900 bash -c "$cmd $quick") > "$log" 2>&1; then
     echo "ran  $where: $cmd${quick:+   [+ $quick]} ($((SECONDS - start)) s)"
