@@ -113,6 +113,14 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
   const Positions positions = model.positions_for(data.set.structure);
   auto dropouts = dropout_generators(model);
 
+  {
+    // One image through the model before the run folder exists: a scheme that does not fit the
+    // data (a 1-D-only scheme on the grid, ...) stops here. Eval mode draws no dropout mask.
+    NoGradGuard no_grad;
+    model.eval();
+    model.forward(Variable(data.parts.val->get_batch({0}).input.to(device)));
+    model.train();
+  }
   RunDir run = open_run_dir(request, settings);
   RunCheckpoints checkpoints(run, model, opt, gen, {.metric = "val_acc", .higher_is_better = true});
   TrainingPosition at;

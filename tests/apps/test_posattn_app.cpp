@@ -201,6 +201,8 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_a_clear_error) {
   fails_with("-Dmodel.positional=sirne", {"unknown scheme 'sirne'", "siren", "txl_baseline"});
   fails_with("-Ddata.dataset=smnist -Dmodel.positional_dims=2", {"positional_dims = 2 needs an image grid"});
   fails_with("-Dmodel.positional_options=omega", {"'omega' is not key=value"});
+  fails_with("-Dmodel.positional=t5_bias", {"t5_bias", "1-D sequence positions"});  // a 1-D-only scheme on the grid
+  BOOST_TEST(!fs::exists(tmp.path() / "r" / "config.yaml"));  // stopped before the run folder was written
 }
 
 BOOST_AUTO_TEST_CASE(every_quick_preset_trains) {
