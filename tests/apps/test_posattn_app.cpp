@@ -30,8 +30,8 @@ const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "posattn";
 // One OpenMP thread: on a loaded machine two spinning threads can cost ten times the time.
 const std::string kEnv = "OMP_NUM_THREADS=1 ";
 
-int run(const std::string& args, const fs::path& log) {
-  const std::string cmd = kEnv + kApp.string() + " " + args + " > " + log.string() + " 2>&1";
+int run(const std::string& args, const fs::path& log, const std::string& env = "") {
+  const std::string cmd = kEnv + env + kApp.string() + " " + args + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -123,9 +123,22 @@ BOOST_AUTO_TEST_CASE(short_run_resume_eval_and_nan) {
   BOOST_TEST(scored["images"] == 120);
   BOOST_TEST(read_text(tmp.path() / "eval.txt").find("confusion matrix") != std::string::npos);
   BOOST_TEST(read_text(tmp.path() / "eval.txt").find(fmt::format("accuracy {:.4f}", best)) != std::string::npos);
-  // The test split needs test_batch.bin, which the shared data folder does not have: one clear line.
-  if (run("eval " + reference.string() + " --split test", tmp.path() / "test.txt") != 0)
+  // The test split needs test_batch.bin, which the shared data folder does not have: one clear
+  // line. A data folder with one (here a link to data_batch_1.bin) is scored, 10,000 images.
+  const fs::path cifar = *posgrad::try_find_data_dir() / "cifar10", fake = tmp.path() / "fake_data" / "cifar10";
+  if (!fs::exists(cifar / "test_batch.bin")) {
+    BOOST_TEST(run("eval " + reference.string() + " --split test", tmp.path() / "test.txt") == 1);
     BOOST_TEST(read_text(tmp.path() / "test.txt").find("test_batch.bin") != std::string::npos);
+  }
+  fs::create_directories(fake);
+  for (const auto& entry : fs::directory_iterator(cifar)) fs::create_symlink(entry.path(), fake / entry.path().filename());
+  if (!fs::exists(fake / "test_batch.bin")) fs::create_symlink(cifar / "data_batch_1.bin", fake / "test_batch.bin");
+  BOOST_REQUIRE_MESSAGE(run("eval " + reference.string() + " --split test", tmp.path() / "test.txt",
+                            "POSGRAD_DATA_DIR=" + fake.parent_path().string() + " ") == 0,
+                        read_text(tmp.path() / "test.txt"));
+  const auto tested = nlohmann::json::parse(read_text(reference / "eval-test-best.json"));
+  BOOST_TEST(tested["images"] == 10000);
+  BOOST_TEST(tested["confusion"].size() == 10u);
 
   // figures: curves, spans (sigma and box per layer), the encoding heatmaps, attention on images.
   BOOST_REQUIRE_MESSAGE(run("figures " + reference.string() + " --images 2", tmp.path() / "fig.txt") == 0,
