@@ -41,12 +41,21 @@ NOT_RUN=(
   "scripts/fuzz.sh*|a clang build and minutes of fuzzing; the fuzz_replay_* tests replay every committed input"
   "nice -n 10 scripts/fuzz.sh*|a clang build and minutes of fuzzing; the fuzz_replay_* tests replay every committed input"
   "build-fuzz/bin/*|the clang fuzz build of scripts/fuzz.sh; the fuzz_replay_* tests run the same harnesses"
+  ".ci/run|CI itself: scripts/test.sh (this test) and then scripts/test_sanitized.sh"
+  "scripts/test_sanitized.sh*|the sanitizer build and every test under ASan+UBSan: CI's second stage"
+  "build-asan/bin/*|a program of the sanitizer build of scripts/test_sanitized.sh (CI's second stage)"
+  "export ?SAN_OPTIONS=*|sets the sanitizers' run-time options for a build-asan/ program (CI's second stage sets them)"
+  "build/bin/posattn --config configs/posattn/[12]d_*|the full thesis protocol (32x32, 80 epochs: a GPU); the posattn_app test trains every quick preset"
+  "build/bin/posgrad-sweep configs/posattn/sweeps/ex*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
+  "build/bin/posgrad-sweep configs/posattn/sweeps/2d_vs_1d*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
 )
 
 # Settings appended to a program's documented training command so that it runs in seconds (not
 # to its eval/sample jobs, --resume or --help).
 declare -A QUICK_ARGS=(
   [count24]="-Dtrain.steps=300"
+  [posattn]="-Ddata.small_dataset=200 -Dtrain.max_steps=2"
+  [posgrad-sweep]="-Ddata.small_dataset=200 -Dtrain.max_steps=2"
   [bench_sgemm]="--sizes 128 --reps 1 --no-torch"
   [bench_transformer]="--batch 2 --tokens 16 --width 32 --heads 2 --ff 64 --layers 1 --reps 1 --warmup 0 --no-torch"
   [bench_posattn_step]="--batch 1 --side 8 --reps 1 --warmup 0"
@@ -76,6 +85,13 @@ done
 echo "checking ${docs[*]}"
 "$here/extract_blocks.sh" "$work/blocks" "$src" "${docs[@]}" || exit 1
 
+# The apps look for the data in ../shared/data beside their working folder, which the scratch
+# folder below does not have: point them at the source tree's neighbour (CI's layout).
+if [[ -z ${POSGRAD_DATA_DIR:-} && -d $src/../shared/data ]]; then
+  POSGRAD_DATA_DIR=$(cd "$src/../shared/data" && pwd)
+  export POSGRAD_DATA_DIR
+fi
+
 # A scratch folder that looks like the source tree, with the build's programs in build/bin.
 run_dir="$work/run"
 mkdir -p "$run_dir/build"
@@ -103,7 +119,7 @@ run_command() {
   local quick=""
   [[ ${POSGRAD_DOCS_AS_WRITTEN:-0} == 1 ]] || quick=${QUICK_ARGS[$program]-}
   # Jobs that train nothing take no training settings (and --resume refuses any).
-  [[ " $cmd " =~ [[:space:]](eval|sample|--resume|--help)[[:space:]] ]] && quick=""
+  [[ " $cmd " =~ [[:space:]](eval|sample|figures|--resume|--help|--table-only|--dry-run)[[:space:]] ]] && quick=""
   local start=$SECONDS
   if (cd "$run_dir" && timeout 900 bash -c "$cmd $quick") > "$log" 2>&1; then
     echo "ran  $where: $cmd${quick:+   [+ $quick]} ($((SECONDS - start)) s)"

@@ -1,0 +1,94 @@
+// Sweeps: one app trained over a set of arms (presets and overrides) and seeds, one run at a
+// time, for a results table (sweep_report.h). A sweep file (YAML):
+//
+//   app: posattn                          # an executable beside posgrad-sweep, or a path
+//   base: [configs/posattn/quick/2d_siren.yaml]   # presets every run starts from (optional)
+//   set: {train.epochs: 6}                # -D overrides for every run (optional)
+//   out: runs/sweeps/posattn_quick        # default: runs/sweeps/<file stem>
+//   runs: runs/sweeps/posattn_thesis/runs # where the run folders live (default: out); sweeps
+//                                         # sharing it share runs of the same arm name and seed
+//   metric: val_acc_max                   # a number in each run's summary.json
+//   curve: {x: epoch, y: val_acc}         # metrics.jsonl keys for the learning curves (optional)
+//   seed_key: seed                        # the setting the seeds go to (default "seed")
+//   seeds: [9188, 2755]
+//   arms:                                 # each: a name, its presets and overrides, and
+//     - name: 2d_siren                    #   optionally the published numbers beside ours
+//       config: [configs/posattn/quick/2d_siren.yaml]
+//       set: {model.span: false}
+//       reference: {max: 0.8134, mean: 0.7991, sd: 0.008688}
+//   grid: {model.span: [false, true]}     # optional: every arm x every combination of values
+//   comparisons:                          # Welch t-tests, effect = mean(b) - mean(a)
+//     - {name: "2-D vs 1-D", a: 1d_siren, b: 2d_siren, reference_effect: 0.0722, reference_p: 0.001}
+//   reference_source: "thesis Tables 5-7" # what the reference numbers are
+//
+// Runs live in <runs>/<arm>/seed-<seed>/ (the app's run folder; its output goes to
+// <runs>/<arm>/seed-<seed>.log). A run with summary.json is finished and skipped; a run with a
+// config.yaml but no summary.json was interrupted and is continued with `app train --resume`;
+// any other is started (`app train --config ... -D... --out ... --overwrite`).
+//
+// Deliberately does not: run several runs at once, retry failed runs, or schedule on clusters.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/common/sweep_stats.h"
+
+namespace posgrad::apps {
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+struct SweepArm {
+  std::string name;
+  std::vector<std::filesystem::path> configs;  // resolved presets, after the base ones
+  KeyValues set;                               // after the sweep's `set`
+  std::optional<ArmStats> reference;
+};
+
+struct SweepComparison {
+  std::string name, a, b;
+  std::optional<double> reference_effect, reference_p;
+};
+
+struct SweepSpec {
+  std::filesystem::path file;
+  std::string title;  // the file stem unless `title:` is given
+  std::string app;
+  std::vector<std::filesystem::path> base;
+  KeyValues set;
+  std::filesystem::path out;
+  std::filesystem::path runs;  // = out unless `runs:` is given
+  std::string metric = "val_acc_max";
+  bool higher_is_better = true;
+  std::string curve_x, curve_y;
+  std::string seed_key = "seed";
+  std::vector<int64_t> seeds;
+  std::vector<SweepArm> arms;  // grid already expanded
+  std::vector<SweepComparison> comparisons;
+  std::string reference_source;
+};
+
+// Reads and checks a sweep file (errors name the file and the key).
+SweepSpec load_sweep(const std::filesystem::path& file);
+
+struct SweepRun {
+  size_t arm = 0;
+  int64_t seed = 0;
+  std::filesystem::path dir;  // <runs>/<arm>/seed-<seed>
+  std::filesystem::path log() const { return dir.parent_path() / (dir.filename().string() + ".log"); }
+  bool finished() const { return std::filesystem::exists(dir / "summary.json"); }
+  bool started() const { return std::filesystem::exists(dir / "config.yaml"); }
+};
+std::vector<SweepRun> plan_sweep(const SweepSpec& spec);
+
+// The app's command line for a run: a fresh start, or --resume for an interrupted one.
+// `extra` are -D overrides added to every fresh run (after the arm's).
+std::vector<std::string> run_command(const SweepSpec& spec, const SweepRun& run, const std::filesystem::path& app,
+                                     const std::vector<std::string>& extra, bool resume);
+// The executable: spec.app when it holds a '/', else the file of that name beside `self`.
+std::filesystem::path find_app(const SweepSpec& spec, const std::filesystem::path& self);
+
+}  // namespace posgrad::apps

@@ -1,0 +1,175 @@
+// The results of a sweep (see sweep_report.h).
+#include "apps/common/sweep_report.h"
+
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/common/plot.h"
+#include "nn/atomic_file.h"
+#include "tensor/error.h"
+
+namespace posgrad::apps {
+
+namespace {
+
+std::string num(double v, int digits = 4) { return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : "-"; }
+std::string pval(double p) { return !std::isfinite(p) ? "-" : p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p); }
+
+std::vector<double> values_of(const std::vector<RunResult>& results, size_t arm) {
+  std::vector<double> out;
+  for (const auto& r : results)
+    if (r.run.arm == arm && r.value) out.push_back(*r.value);
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+void draw_curves(const SweepSpec& spec, const std::vector<RunResult>& results) {
+  if (spec.curve_y.empty()) return;
+  std::vector<Series> series;
+  for (size_t a = 0; a < spec.arms.size(); ++a) {
+    std::vector<double> sum_x, sum_y;
+    std::vector<int> count;
+    for (const auto& r : results) {
+      if (r.run.arm != a || r.curve_y.empty()) continue;
+      Series s{"", r.curve_x, r.curve_y, palette(static_cast<int>(a)), 1.0};
+      series.push_back(s);
+      for (size_t i = 0; i < r.curve_y.size(); ++i) {
+        if (sum_y.size() <= i) {
+          sum_x.push_back(r.curve_x[i]);
+          sum_y.push_back(0);
+          count.push_back(0);
+        }
+        sum_y[i] += r.curve_y[i];
+        ++count[i];
+      }
+    }
+    if (sum_y.empty()) continue;
+    for (size_t i = 0; i < sum_y.size(); ++i) sum_y[i] /= count[i];
+    series.push_back({spec.arms[a].name, sum_x, sum_y, palette(static_cast<int>(a)), 3.0, 2.5});
+  }
+  if (series.empty()) return;
+  Figure fig(1, 1, 900, 560, fmt::format("{}: {} per {} (thin: each seed; thick: mean over seeds)", spec.title, spec.curve_y, spec.curve_x));
+  LinePlotOptions o;
+  o.x_label = spec.curve_x;
+  o.y_label = spec.curve_y;
+  draw_line_plot(fig.canvas(), fig.panel(0, 0), series, o);
+  fig.save_png(spec.out / "figures" / "curves.png");
+}
+
+}  // namespace
+
+std::vector<RunResult> collect_results(const SweepSpec& spec, const std::vector<SweepRun>& runs,
+                                       const std::map<std::string, std::string>& failures) {
+  std::vector<RunResult> out;
+  for (const SweepRun& run : runs) {
+    RunResult r{run, "", std::nullopt, {}, {}};
+    if (run.finished()) {
+      const auto summary = nlohmann::json::parse(read_file_bytes(run.dir / "summary.json"));
+      if (!summary.contains(spec.metric) || !summary[spec.metric].is_number())
+        fail("{}: no number '{}' in summary.json (the sweep's metric)", run.dir.string(), spec.metric);
+      r.value = summary[spec.metric].get<double>();
+      r.status = "finished";
+    } else if (failures.count(run.dir.string())) {
+      r.status = "failed: " + failures.at(run.dir.string());
+    } else {
+      r.status = run.started() ? "interrupted" : "not started";
+    }
+    if (!spec.curve_y.empty() && std::filesystem::exists(run.dir / "metrics.jsonl")) {
+      std::ifstream in(run.dir / "metrics.jsonl");
+      for (std::string line; std::getline(in, line);) {
+        const auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.contains(spec.curve_y) || !j[spec.curve_y].is_number()) continue;
+        r.curve_x.push_back(j.contains(spec.curve_x) && j[spec.curve_x].is_number() ? j[spec.curve_x].get<double>()
+                                                                                   : static_cast<double>(r.curve_x.size()));
+        r.curve_y.push_back(j[spec.curve_y].get<double>());
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void write_sweep_report(const SweepSpec& spec, const std::vector<RunResult>& results, const std::string& note) {
+  std::filesystem::create_directories(spec.out);
+  const bool any_reference = std::any_of(spec.arms.begin(), spec.arms.end(), [](const SweepArm& a) { return a.reference.has_value(); });
+  std::string md = fmt::format("# Sweep {}: {}\n\n", spec.title, spec.metric);
+  md += fmt::format("Sweep file `{}`; {} arms x {} seeds ({}); metric `{}` from each run's summary.json.\n",
+                    spec.file.string(), spec.arms.size(), spec.seeds.size(), fmt::join(spec.seeds, ", "), spec.metric);
+  if (!note.empty()) md += note + "\n";
+  if (any_reference && !spec.reference_source.empty()) md += fmt::format("Reference numbers: {}.\n", spec.reference_source);
+  md += "\n| arm | n | values (per seed) | max | mean | sd |";
+  if (any_reference) md += " ref. max | ref. mean | ref. sd |";
+  md += "\n|---|---|---|---|---|---|";
+  if (any_reference) md += "---|---|---|";
+  md += "\n";
+  std::string csv = "arm,n,values,max,mean,sd,reference_max,reference_mean,reference_sd\n";
+  std::vector<ArmStats> stats;
+  for (size_t a = 0; a < spec.arms.size(); ++a) {
+    const auto values = values_of(results, a);
+    const ArmStats s = arm_stats(values);
+    stats.push_back(s);
+    std::vector<std::string> texts;
+    for (const auto& r : results)
+      if (r.run.arm == a) texts.push_back(r.value ? num(*r.value) : "(" + r.status.substr(0, r.status.find(':')) + ")");
+    const auto& ref = spec.arms[a].reference;
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |", spec.arms[a].name, s.n, fmt::join(texts, ", "), num(s.max),
+                      num(s.mean), num(s.sd));
+    if (any_reference)
+      md += ref ? fmt::format(" {} | {} | {} |", num(ref->max), num(ref->mean), num(ref->sd)) : " | | |";
+    md += "\n";
+    std::vector<std::string> raw;
+    for (double v : values) raw.push_back(fmt::format("{}", v));
+    csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_field(spec.arms[a].name), s.n, csv_field(fmt::format("{}", fmt::join(raw, ";"))),
+                       s.n ? fmt::format("{}", s.max) : "", s.n ? fmt::format("{}", s.mean) : "",
+                       s.n > 1 ? fmt::format("{}", s.sd) : "", ref ? fmt::format("{}", ref->max) : "",
+                       ref ? fmt::format("{}", ref->mean) : "", ref ? fmt::format("{}", ref->sd) : "");
+  }
+  if (!spec.comparisons.empty()) {
+    md += "\nEffect = mean(B) - mean(A); p: two-sided Welch t-test over the seeds.\n\n";
+    md += "| comparison | A | B | effect | t | df | p |";
+    if (any_reference) md += " ref. effect | ref. p |";
+    md += "\n|---|---|---|---|---|---|---|";
+    if (any_reference) md += "---|---|";
+    md += "\n";
+    csv += "\ncomparison,a,b,effect,t,df,p,reference_effect,reference_p\n";
+    for (const auto& c : spec.comparisons) {
+      size_t ia = 0, ib = 0;
+      for (size_t a = 0; a < spec.arms.size(); ++a) {
+        if (spec.arms[a].name == c.a) ia = a;
+        if (spec.arms[a].name == c.b) ib = a;
+      }
+      const auto w = welch_t_test(values_of(results, ia), values_of(results, ib));
+      const double effect = stats[ib].mean - stats[ia].mean;
+      md += fmt::format("| {} | {} | {} | {:+.4f} | {} | {} | {} |", c.name, c.a, c.b, effect, w ? num(w->t, 3) : "-",
+                        w ? num(w->df, 2) : "-", w ? pval(w->p) : "-");
+      if (any_reference)
+        md += fmt::format(" {} | {} |", c.reference_effect ? fmt::format("{:+.4f}", *c.reference_effect) : "",
+                          c.reference_p ? pval(*c.reference_p) : "");
+      md += "\n";
+      csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_field(c.name), csv_field(c.a), csv_field(c.b), effect,
+                         w ? fmt::format("{}", w->t) : "", w ? fmt::format("{}", w->df) : "", w ? fmt::format("{}", w->p) : "",
+                         c.reference_effect ? fmt::format("{}", *c.reference_effect) : "",
+                         c.reference_p ? fmt::format("{}", *c.reference_p) : "");
+    }
+  }
+  std::string runs = "arm,seed,status,value,run_dir\n";
+  for (const auto& r : results)
+    runs += fmt::format("{},{},{},{},{}\n", csv_field(spec.arms[r.run.arm].name), r.run.seed, csv_field(r.status),
+                        r.value ? fmt::format("{}", *r.value) : "", csv_field(r.run.dir.string()));
+  write_file_atomically(spec.out / "results.md", md);
+  write_file_atomically(spec.out / "results.csv", csv);
+  write_file_atomically(spec.out / "runs.csv", runs);
+  draw_curves(spec, results);
+}
+
+}  // namespace posgrad::apps

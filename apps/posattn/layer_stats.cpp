@@ -1,0 +1,68 @@
+// Per-layer span and cost statistics (see layer_stats.h).
+// Shapes: letters of shape_legend.h.
+#include "apps/posattn/layer_stats.h"
+
+#include <algorithm>
+
+#include "attention/spans/gaussian_span.h"
+
+namespace posgrad::posattn_app {
+
+std::vector<LayerStats> layer_stats(const PosattnClassifier& model, const Positions& positions) {
+  std::vector<LayerStats> out;
+  const auto& S = positions.structure();
+  const double N = static_cast<double>(positions.tokens());
+  for (const auto& block : model.blocks()) {
+    LayerStats s;
+    const MultiHeadAttention& attention = block->attention();
+    std::optional<OffsetBox> box;
+    for (const auto& hook : attention.hooks()) {
+      if (auto span = std::dynamic_pointer_cast<GaussianSpan>(hook)) {
+        s.sigma = span->sigma_values();
+        s.half_width = span->half_widths(S);
+        s.span_size = span->span_sizes(S);
+      }
+      if (auto range = hook->key_range(positions)) box = box ? box->intersect(*range) : *range;
+    }
+    if (s.half_width.empty())
+      for (int64_t size : S) {
+        s.half_width.push_back(size - 1);
+        s.span_size.push_back(2 * size - 1);
+      }
+    const ScoreLayout layout = attention.layout_for(positions, /*causal=*/false, kCPU);
+    s.window = layout.is_window();
+    s.slots = layout.slots();
+    s.computed_share = static_cast<double>(s.slots) / N;
+    // Pairs inside the box: the box is a product of per-dim intervals, so count per dim.
+    double pairs = 1.0;
+    for (size_t d = 0; d < S.size(); ++d) {
+      const int64_t lo = box ? box->lo[d] : -(S[d] - 1), hi = box ? box->hi[d] : S[d] - 1;
+      int64_t count = 0;
+      for (int64_t i = 0; i < S[d]; ++i) count += std::max<int64_t>(0, std::min(S[d] - 1, i + hi) - std::max<int64_t>(0, i + lo) + 1);
+      pairs *= static_cast<double>(count);
+    }
+    s.box_share = pairs / (N * N);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+nlohmann::json to_json(const std::vector<LayerStats>& layers) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const LayerStats& s : layers) {
+    nlohmann::json j{{"half_width", s.half_width}, {"span_size", s.span_size}, {"window", s.window},
+                     {"slots", s.slots}, {"computed_share", s.computed_share}, {"box_share", s.box_share}};
+    if (!s.sigma.empty()) j["sigma"] = s.sigma;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+double mean_computed_share(const std::vector<LayerStats>& layers) {
+  if (layers.empty()) return 1.0;
+  double sum = 0;
+  for (const LayerStats& s : layers) sum += s.computed_share;
+  return sum / static_cast<double>(layers.size());
+}
+
+}  // namespace posgrad::posattn_app

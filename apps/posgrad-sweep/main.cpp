@@ -1,0 +1,110 @@
+// posgrad-sweep: runs every arm x seed of a sweep file (apps/common/sweep.h), one run at a time,
+// skipping finished runs and resuming interrupted ones, then writes results.md, results.csv,
+// runs.csv and figures/curves.png into the sweep's folder (apps/common/sweep_report.h).
+//
+//   posgrad-sweep SWEEP.yaml [--out DIR] [-Dkey=value]... [--dry-run] [--table-only]
+//
+// -D overrides go to every fresh run (after the arms' own; e.g. -Dtrain.max_steps=3 for a smoke
+// test; results.md records them). --dry-run prints the command of every run and what it would
+// do; --table-only writes the tables from the runs already there. The exit status is 1 when a
+// run failed (the others still run), else 0.
+//
+// Deliberately does not: run runs in parallel, or pass anything but -D overrides to the app.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <map>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "apps/common/cli.h"
+#include "apps/common/sweep.h"
+#include "apps/common/sweep_report.h"
+#include "tensor/error.h"
+
+using namespace posgrad;
+using namespace posgrad::apps;
+
+namespace {
+
+int run_logged(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+  std::vector<const char*> raw;
+  for (const auto& a : argv) raw.push_back(a.c_str());
+  std::filesystem::create_directories(log.parent_path());
+  const std::string cmd = quoted_command(static_cast<int>(raw.size()), raw.data()) + " >> " +
+                          quoted_command(1, std::vector<const char*>{log.c_str()}.data()) + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("posgrad-sweep: trains every arm x seed of a sweep file, one run at a time, and writes its results table");
+  std::string file, out;
+  std::vector<std::string> overrides;
+  bool dry_run = false, table_only = false;
+  app.add_option("sweep", file, "the sweep file (YAML; see apps/common/sweep.h)")->required();
+  app.add_option("--out", out, "the sweep folder (default: the file's 'out', else runs/sweeps/<file stem>)");
+  app.add_option("-D", overrides, "key=value override for every fresh run (repeatable)");
+  app.add_flag("--dry-run", dry_run, "print what each run would do, run nothing");
+  app.add_flag("--table-only", table_only, "write the tables from the runs already there, run nothing");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    SweepSpec spec = load_sweep(file);
+    if (!out.empty()) {
+      if (spec.runs == spec.out) spec.runs = out;
+      spec.out = out;
+    }
+    const auto runs = plan_sweep(spec);
+    std::map<std::string, std::string> failures;
+    if (!table_only) {
+      const std::filesystem::path exe = find_app(spec, std::filesystem::canonical("/proc/self/exe"));
+      size_t index = 0;
+      for (const SweepRun& run : runs) {
+        ++index;
+        const std::string label = fmt::format("[{}/{}] {} seed {}", index, runs.size(), spec.arms[run.arm].name, run.seed);
+        if (run.finished()) {
+          fmt::print("{}: finished, skipped\n", label);
+          continue;
+        }
+        const bool resume = run.started() && std::filesystem::exists(run.dir / "checkpoints" / "latest");
+        auto command = run_command(spec, run, exe, overrides, resume);
+        std::vector<const char*> raw;
+        for (const auto& a : command) raw.push_back(a.c_str());
+        fmt::print("{}: {} ({})\n  {}\n", label, resume ? "resuming" : "starting", run.log().string(),
+                   quoted_command(static_cast<int>(raw.size()), raw.data()));
+        std::fflush(stdout);
+        if (dry_run) continue;
+        int rc = run_logged(command, run.log());
+        if (rc != 0 && resume) {  // a checkpoint that does not load: start the run again
+          fmt::print("{}: resume failed (exit {}), starting it again\n", label, rc);
+          command = run_command(spec, run, exe, overrides, false);
+          rc = run_logged(command, run.log());
+        }
+        if (rc != 0) {
+          failures[run.dir.string()] = fmt::format("exit {}, see {}", rc, run.log().string());
+          fmt::print("{}: FAILED (exit {}), see {}\n", label, rc, run.log().string());
+        }
+        std::fflush(stdout);
+      }
+    }
+    if (dry_run) return 0;
+    const auto results = collect_results(spec, runs, failures);
+    const std::string note =
+        overrides.empty() ? "" : fmt::format("Every run also had -D{} (given to posgrad-sweep).", fmt::join(overrides, " -D"));
+    write_sweep_report(spec, results, note);
+    fmt::print("results: {}\n", (spec.out / "results.md").string());
+    return failures.empty() ? 0 : 1;
+  } catch (const Error& e) {
+    fmt::print(stderr, "posgrad-sweep: error: {}\n", e.what());
+    return 1;
+  }
+}
