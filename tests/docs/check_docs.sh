@@ -39,6 +39,7 @@ NOT_RUN=(
   "/usr/bin/python3 tools/golden_*.py|regenerates a golden file with PyTorch; the golden suites check the committed files"
   "/usr/bin/python3 bench/*_torch.py*|a PyTorch twin alone; the bench_* commands run it unless --no-torch"
   "scripts/fuzz.sh*|a clang build and minutes of fuzzing; the fuzz_replay_* tests replay every committed input"
+  "nice -n 19 scripts/fuzz.sh*|a clang build and hours of fuzzing; the fuzz_replay_* tests replay every committed input"
   "nice -n 10 scripts/fuzz.sh*|a clang build and minutes of fuzzing; the fuzz_replay_* tests replay every committed input"
   "build-fuzz/bin/*|the clang fuzz build of scripts/fuzz.sh; the fuzz_replay_* tests run the same harnesses"
   ".ci/run|CI itself: scripts/test.sh (this test) and then scripts/test_sanitized.sh"
