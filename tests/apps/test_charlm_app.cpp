@@ -12,6 +12,7 @@
 
 #include <sys/wait.h>
 
+#include "tests/apps/app_process.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -22,9 +23,7 @@ namespace {
 const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "charlm";
 
 int run(const std::string& args, const fs::path& log) {
-  const std::string cmd = "OMP_NUM_THREADS=1 " + kApp.string() + " " + args + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return posgrad::test::run_app(kApp, args, log, "OMP_NUM_THREADS=1 ");
 }
 
 void write_file(const fs::path& path, const std::string& text) {
@@ -50,15 +49,7 @@ std::string tiny(const fs::path& data) {
 }
 
 std::vector<nlohmann::json> metrics_without_time(const fs::path& run_dir) {
-  std::ifstream in(run_dir / "metrics.jsonl");
-  std::vector<nlohmann::json> records;
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    j.erase("time_s");
-    j.erase("train_seconds");
-    records.push_back(j);
-  }
-  return records;
+  return posgrad::test::metrics_without(run_dir, {"time_s", "train_seconds"});
 }
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tensor/device.h"
+#include "tests/apps/app_process.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -26,31 +27,14 @@ using posgrad::test::TempDir;
 namespace {
 const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "count24";
 
-int run(const std::string& args, const fs::path& log) {
-  const std::string cmd = kApp.string() + " " + args + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+int run(const std::string& args, const fs::path& log) { return posgrad::test::run_app(kApp, args, log); }
 
 // metrics.jsonl without the wall-clock field: what must repeat exactly.
 std::vector<nlohmann::json> metrics_without_time(const fs::path& run_dir) {
-  std::ifstream in(run_dir / "metrics.jsonl");
-  std::vector<nlohmann::json> records;
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    j.erase("time_s");
-    records.push_back(j);
-  }
-  return records;
+  return posgrad::test::metrics_without(run_dir, {"time_s"});
 }
 
-// The step the run's `latest` checkpoint pointer names (-1 when there is none yet).
-int64_t latest_step(const fs::path& run_dir) {
-  std::ifstream in(run_dir / "checkpoints" / "latest");
-  std::string name;
-  if (!(in >> name) || name.rfind("step-", 0) != 0) return -1;
-  return std::stoll(name.substr(5));
-}
+int64_t latest_step(const fs::path& run_dir) { return posgrad::test::latest_checkpoint_step(run_dir); }
 
 const std::string kShort = "-Dtrain.steps=300 -Dtrain.eval_every=100 -Dtrain.log_every=50 "
                            "-Ddata.train_size=20000 -Dtrain.checkpoint_every=100";

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "datasets/data_dir.h"
+#include "tests/apps/app_process.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -31,30 +32,15 @@ const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "posattn";
 const std::string kEnv = "OMP_NUM_THREADS=1 ";
 
 int run(const std::string& args, const fs::path& log, const std::string& env = "") {
-  const std::string cmd = kEnv + env + kApp.string() + " " + args + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return posgrad::test::run_app(kApp, args, log, kEnv + env);
 }
 
 // The metrics without the wall-clock fields: what must repeat exactly.
 std::vector<nlohmann::json> metrics_without_time(const fs::path& run_dir) {
-  std::ifstream in(run_dir / "metrics.jsonl");
-  std::vector<nlohmann::json> records;
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    j.erase("time_s");
-    j.erase("time_per_sample_s");
-    records.push_back(j);
-  }
-  return records;
+  return posgrad::test::metrics_without(run_dir, {"time_s", "time_per_sample_s"});
 }
 
-int64_t latest_step(const fs::path& run_dir) {
-  std::ifstream in(run_dir / "checkpoints" / "latest");
-  std::string name;
-  if (!(in >> name) || name.rfind("step-", 0) != 0) return -1;
-  return std::stoll(name.substr(5));
-}
+int64_t latest_step(const fs::path& run_dir) { return posgrad::test::latest_checkpoint_step(run_dir); }
 
 struct cifar_present {
   boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {

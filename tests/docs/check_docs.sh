@@ -45,7 +45,7 @@ NOT_RUN=(
   ".ci/run|CI itself: scripts/test.sh (this test) and then scripts/test_sanitized.sh"
   "scripts/test_sanitized.sh*|the sanitizer build and every test under ASan+UBSan: CI's second stage"
   "build-asan/bin/*|a program of the sanitizer build of scripts/test_sanitized.sh (CI's second stage)"
-  "export ?SAN_OPTIONS=*|sets the sanitizers' run-time options for a build-asan/ program (CI's second stage sets them)"
+  "export *SAN_OPTIONS=*|sets the sanitizers' run-time options for a build-asan/ program (CI's second stage sets them)"
   "build/bin/posattn --config configs/posattn/[12]d_*|the full thesis protocol (32x32, 80 epochs: a GPU); the posattn_app test trains every quick preset"
   "build/bin/posgrad-sweep configs/posattn/sweeps/ex*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
   "build/bin/posgrad-sweep configs/posattn/sweeps/2d_vs_1d*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
