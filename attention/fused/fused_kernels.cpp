@@ -50,13 +50,6 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
   else wide::backward<T>(P, tables, q, k, v, out, lse, dout, grads);
 }
 
-template void forward<float>(const Problem&, const Tables<float>&, const float*, const float*, const float*, float*,
-                             float*, float*);
-template void forward<double>(const Problem&, const Tables<double>&, const double*, const double*, const double*,
-                              double*, double*, double*);
-template void backward<float>(const Problem&, const Tables<float>&, const float*, const float*, const float*,
-                              const float*, const float*, const float*, const Grads<float>&);
-template void backward<double>(const Problem&, const Tables<double>&, const double*, const double*, const double*,
-                               const double*, const double*, const double*, const Grads<double>&);
+POSGRAD_INSTANTIATE_FUSED_KERNELS()
 
 }  // namespace posgrad::fused_detail

@@ -6,13 +6,6 @@
 
 namespace posgrad::fused_detail::wide {
 
-template void forward<float>(const Problem&, const Tables<float>&, const float*, const float*, const float*, float*,
-                             float*, float*);
-template void forward<double>(const Problem&, const Tables<double>&, const double*, const double*, const double*,
-                              double*, double*, double*);
-template void backward<float>(const Problem&, const Tables<float>&, const float*, const float*, const float*,
-                              const float*, const float*, const float*, const Grads<float>&);
-template void backward<double>(const Problem&, const Tables<double>&, const double*, const double*, const double*,
-                               const double*, const double*, const double*, const Grads<double>&);
+POSGRAD_INSTANTIATE_FUSED_KERNELS()
 
 }  // namespace posgrad::fused_detail::wide
