@@ -48,7 +48,8 @@ std::vector<int64_t> GaussianSpan::half_widths(const std::vector<int64_t>& struc
     }
     const double s = std::max(std::abs(sigma[d]), options_.min_sigma);
     const double x = std::ceil(reach * s * static_cast<double>(full));
-    half[d] = std::isfinite(x) ? std::min(full, static_cast<int64_t>(x)) : full;
+    // Compared as doubles before the cast: a huge sigma gives an x beyond int64 (UB to convert).
+    half[d] = std::isfinite(x) && x >= 0.0 && x < static_cast<double>(full) ? static_cast<int64_t>(x) : full;
   }
   return half;
 }
