@@ -7,7 +7,9 @@
 //
 // Usage: bench_charlm_step [--batch 16] [--segment 128] [--max-span 256] [--layers 4] [--width 128]
 //                          [--heads 4] [--ff 512] [--span-init-permille 100] [--reps 5] [--warmup 2]
-//                          [--generate 200] [--no-torch]
+//                          [--generate 200] [--no-torch] [--reference]
+// --reference runs the attention on the reference path (the dense M x (W + M) product of the
+// segment with [cache; segment]) instead of the fused path (each query only its W keys).
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -41,9 +43,13 @@ int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 16}, {"segment", 128}, {"max-span", 256}, {"layers", 4},
                                    {"width", 128}, {"heads", 4},    {"ff", 512},        {"span-init-permille", 100},
                                    {"reps", 5},    {"warmup", 2},   {"generate", 200}};
-  bool torch = true;
+  bool torch = true, reference = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--reference") {
+      reference = true;
+      continue;
+    }
     if (arg == "--no-torch") {
       torch = false;
       continue;
@@ -66,6 +72,7 @@ int main(int argc, char** argv) try {
   c.attention.heads = a["heads"];
   c.attention.max_span = a["max-span"];
   c.attention.span_init = init;
+  c.attention.fused = !reference;
   Generator gen(0);
   CharTransformer model(c, gen);
   AdamW opt(model.parameters(), AdamWOptions{.lr = 1e-3, .weight_decay = 0.0});
@@ -87,8 +94,9 @@ int main(int argc, char** argv) try {
   fmt::print("charlm training step: batch {} x segment {}, max span {}, c = {} (window {}), {} layers, width {}, "
              "{} threads\n",
              B, M, c.attention.max_span, init, model.layer(0).attention().window(), c.layers, c.attention.width, threads);
-  fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  (attention work {:.0f}% of untrimmed)\n", median * 1e3,
-             static_cast<double>(B * M) / median, 100.0 * model.attention_flops_share(M));
+  fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  ({} path; attention work {:.0f}% of full [S; segment])\n",
+             median * 1e3, static_cast<double>(B * M) / median, reference ? "reference" : "fused",
+             100.0 * model.attention_flops_share(M));
   if (torch) {
     const std::string args = fmt::format("--batch {} --segment {} --max-span {} --layers {} --width {} --heads {} --ff {} "
                                          "--span-init {} --reps {} --warmup {}",

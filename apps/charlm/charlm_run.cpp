@@ -56,6 +56,8 @@ void declare(Settings& s, CharlmSettings& c) {
   s.add("model.span_loss", c.model.span_loss, "span loss coefficient lambda").at_least(0);
   s.add("model.trim", c.model.trim, "cut keys to the layer's longest span + ramp (never changes numbers)");
   s.add("model.trim_granularity", c.model.trim_granularity, "trim in steps of this many keys").at_least(1);
+  s.add("model.fused", c.model.fused,
+        "attention on the fused path: each query visits only its window's keys (same numbers as the dense reference)");
   s.add("model.adaptive_cache", c.model.adaptive_cache, "cache the window + cache_margin inputs (else S)");
   s.add("model.cache_margin", c.model.cache_margin, "extra cached inputs in case a span grows").at_least(0);
   s.add("train.optimizer", c.train.optimizer, "optimizer").choices({"adagrad", "adamw"});
@@ -139,6 +141,7 @@ CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   a.span_loss = c.model.span_loss;
   a.trim = c.model.trim;
   a.trim_granularity = c.model.trim_granularity;
+  a.fused = c.model.fused;
   a.dropout = c.model.dropout;
   return m;
 }

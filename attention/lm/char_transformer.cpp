@@ -126,8 +126,8 @@ std::vector<std::vector<double>> CharTransformer::head_spans() const {
 double CharTransformer::attention_flops_share(int64_t segment) const {
   const double S = static_cast<double>(config_.attention.max_span), M = static_cast<double>(segment);
   double computed = 0;
-  for (const auto& layer : layers_) computed += static_cast<double>(layer->attention().window()) + M;
-  return computed / (static_cast<double>(layers_.size()) * (S + M));
+  for (const auto& layer : layers_) computed += static_cast<double>(layer->attention().computed_pairs(segment));
+  return computed / (static_cast<double>(layers_.size()) * M * (S + M));
 }
 
 }  // namespace posgrad

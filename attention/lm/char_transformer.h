@@ -94,8 +94,10 @@ class CharTransformer : public Module {
   double largest_span() const;
   // z_h = c_h S of every head, [layer][head] (empty without adaptive span).
   std::vector<std::vector<double>> head_spans() const;
-  // Attention work of a segment of M queries relative to the untrimmed window S: the content
-  // and weighted-sum products cost M (W_l + M) per head here, against M (S + M) without trimming.
+  // Attention work of a segment of M queries against full attention, the dense product of the
+  // segment with [S cache rows; segment] that a PyTorch user writes (M (S + M) pairs per head and
+  // layer): the fused path computes M W_l (each query its W_l slots: causal and span-limited keys
+  // skipped), the reference path M (W_l + M) (SegmentAttention::computed_pairs).
   double attention_flops_share(int64_t segment) const;
 
  private:

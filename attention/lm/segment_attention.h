@@ -63,6 +63,11 @@ struct SegmentAttentionConfig {
   int64_t trim_granularity = 64;
   double dropout = 0.0;          // on the attention probabilities (after the mask)
   double rope_base = 10000.0;
+  // The fused path (attention/fused): each query visits only its W slots (the causal, span-limited
+  // band of [cache; segment]); the reference path below computes the dense M x (W + M) product.
+  // Same numbers; the reference runs instead for figures (keep_probs), attention dropout in
+  // training, and tensors off the CPU.
+  bool fused = true;
 };
 
 class SegmentAttention : public Module {
@@ -76,6 +81,10 @@ class SegmentAttention : public Module {
 
   // The window W the next forward uses (S without trimming; see above).
   int64_t window() const;
+  // The (query, key) pairs per head whose logits and weighted values the next forward over M
+  // queries on the CPU computes: M W on the fused path (each query its W slots), M (W - s + M)
+  // on the reference path (the dense product of the segment with [cache rows; segment]).
+  int64_t computed_pairs(int64_t M) const;
   // The mask over the window's slots [H, W] (slot j = distance as above); undefined without
   // adaptive span. Differentiable in c.
   Variable span_mask(int64_t window) const;
@@ -87,6 +96,11 @@ class SegmentAttention : public Module {
 
  private:
   Variable split_heads(const Variable& x) const;  // [B, N, D] -> [B, H, N, Dh]
+  bool uses_fused_path(const Variable& h) const;
+  // q [B, H, M, Dh], k, v [B, H, W - s + M, Dh] -> the heads' outputs merged [B, M, D], by the
+  // fused op over a 1-D grid of W - s + M tokens whose queries are the last M, key box = the slots.
+  Variable fused_window_attention(const Variable& q, const Variable& k, const Variable& v, const Variable& key_pe,
+                                  int64_t W) const;
   Variable rotate(const Variable& x, int64_t first_position) const;  // RoPE on [B, H, N, Dh]
 
   SegmentAttentionConfig config_;
