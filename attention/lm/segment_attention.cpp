@@ -245,7 +245,57 @@ Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const
     q = rotate(q, keep);
     k = rotate(k, 0);
   }
-  if (uses_fused_path(h)) return out_proj_->forward(fused_window_attention(q, k, v, key_pe, W));
+  return out_proj_->forward(attend(q, k, v, key_pe, W, dropout_gen));
+}
+
+Variable SegmentAttention::forward_incremental(const Variable& h, KeyValueCache& kv, const Variable& key_pe,
+                                               Generator& dropout_gen) {
+  const auto& c = config_;
+  if (h.dim() != 3 || h.size(2) != c.width)
+    fail("SegmentAttention: input must be [B, M, {}], got {}", c.width, h.value().describe());
+  const int64_t B = h.size(0), M = h.size(1), H = c.heads;
+  const int64_t W = window(), s = c.attend_self ? 1 : 0, keep = W - s;
+  if (kv.keys.defined() && (kv.keys.size(0) != B || kv.keys.size(1) != H || kv.keys.size(3) != head_width_))
+    fail("SegmentAttention: the key/value cache is {} but the input {} needs [{}, {}, C, {}]", kv.keys.describe(),
+         h.value().describe(), B, H, head_width_);
+  const DType dtype = h.dtype();
+  const Device device = h.value().device();
+  Variable q = split_heads(q_proj_->forward(h));  // [B, H, M, Dh]
+  Variable k = split_heads(k_proj_->forward(h));
+  Variable v = split_heads(v_proj_->forward(h));
+  if (c.position == SegmentPosition::Rope) {  // absolute positions: q . k depends on their difference only
+    q = rotate(q, kv.position);
+    k = rotate(k, kv.position);
+  }
+  // The cached keys/values the window reaches, left-padded with zeros (the keys and values of the
+  // zero inputs that the layer-input cache path attends: no bias, so exactly 0, rotated or not).
+  const int64_t C = kv.keys.defined() ? kv.keys.size(2) : 0;
+  Tensor past_k, past_v;
+  if (C >= keep) {
+    past_k = kv.keys.narrow(2, C - keep, keep);
+    past_v = kv.values.narrow(2, C - keep, keep);
+  } else {
+    const Tensor zeros = Tensor::zeros({B, H, keep - C, head_width_}, dtype, device);
+    past_k = C > 0 ? cat(std::vector<Tensor>{zeros, kv.keys}, 2) : zeros;
+    past_v = C > 0 ? cat(std::vector<Tensor>{zeros, kv.values}, 2) : zeros;
+  }
+  const Variable all_k = keep > 0 ? cat({Variable(past_k), k}, 2) : k;  // [B, H, W - s + M, Dh]
+  const Variable all_v = keep > 0 ? cat({Variable(past_v), v}, 2) : v;
+  // The next cache: the last W - s keys/values (all a later query's window reaches), detached.
+  const int64_t rows = all_k.size(2), next = std::min(rows, keep);
+  kv.keys = next > 0 ? all_k.value().narrow(2, rows - next, next).contiguous() : Tensor();
+  kv.values = next > 0 ? all_v.value().narrow(2, rows - next, next).contiguous() : Tensor();
+  kv.position += M;
+  return out_proj_->forward(attend(q, all_k, all_v, key_pe, W, dropout_gen));
+}
+
+Variable SegmentAttention::attend(const Variable& q, const Variable& k, const Variable& v, const Variable& key_pe,
+                                  int64_t W, Generator& dropout_gen) {
+  const auto& c = config_;
+  const int64_t B = q.size(0), M = q.size(2), s = c.attend_self ? 1 : 0;
+  const DType dtype = q.dtype();
+  const Device device = q.value().device();
+  if (uses_fused_path(q)) return fused_window_attention(q, k, v, key_pe, W);
   Variable qc = c.position == SegmentPosition::TransformerXL ? q + reshape(u_, {c.heads, 1, head_width_}) : q;
   Variable content = matmul(qc, transpose(k, 2, 3));  // [B, H, M, W - s + M]
   if (s == 1) content = cat({content, Variable(Tensor::zeros({B, c.heads, M, 1}, dtype, device))}, 3);
@@ -290,7 +340,7 @@ Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const
   Variable band = skew(probs);  // [B, H, M, W + M]
   if (s == 1) band = narrow(band, 3, 0, W + M - 1);
   Variable out = matmul(band, v);  // [B, H, M, Dh]
-  return out_proj_->forward(reshape(permute(out, {0, 2, 1, 3}), {B, M, c.width}));
+  return reshape(permute(out, {0, 2, 1, 3}), {B, M, c.width});
 }
 
 }  // namespace posgrad

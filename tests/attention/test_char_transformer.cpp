@@ -260,6 +260,41 @@ BOOST_DATA_TEST_CASE(fused_path_equals_the_reference,
   BOOST_TEST(std::abs(dc.to_vector<double>()[0]) + std::abs(dc.to_vector<double>()[1]) > 0.0);
 }
 
+// Decoding with the K/V cache (forward_incremental: a prompt of 5 tokens, then one token per
+// call) gives the logits of one full forward, with adaptive span and a text longer than every
+// window (the cache is trimmed to W_l - s keys per layer, so a token's cost does not grow): float64
+// to 1e-10, float32 to 2e-5 (the float32 path sums in another order).
+BOOST_DATA_TEST_CASE(kv_cached_decoding_equals_a_full_forward,
+                     bdata::make({"key_pe", "rope", "alibi", "transformer_xl", "none"}) * bdata::make({false, true}) *
+                         bdata::make({false, true}),
+                     position, attend_self, single) {
+  if (attend_self && std::string(position) == "key_pe") return;
+  CharTransformerConfig c = small_config(position, attend_self, 32);  // pre-LN with attend_self, for variety
+  c.attention.attend_self = attend_self;
+  Generator gen(23);
+  CharTransformer model(c, gen);
+  model.to(single ? kFloat32 : kFloat64);
+  model.eval();
+  set_spans(model, {{0.3, 0.1}, {0.5, 0.0}});
+  const int64_t T = 60;
+  const Tensor tokens = random_tokens(2, T, c.vocab, 3);
+  LayerCache full_cache;
+  const Tensor full = model.forward(tokens, full_cache, gen).value();  // [2, T, V]
+  DecodeCache decode;
+  std::vector<Tensor> parts{model.forward_incremental(tokens.narrow(1, 0, 5).contiguous(), decode, gen).value()};
+  for (int64_t t = 5; t < T; ++t) {
+    parts.push_back(model.forward_incremental(tokens.narrow(1, t, 1).contiguous(), decode, gen).value());
+    for (int64_t l = 0; l < model.num_layers(); ++l) {
+      const int64_t window = model.layer(l).attention().window() - (attend_self ? 1 : 0);
+      BOOST_REQUIRE(window < T / 2);
+      BOOST_REQUIRE_EQUAL(decode.layers[static_cast<size_t>(l)].keys.size(2), window);  // zero rows first
+    }
+  }
+  const std::string what = fmt::format("kv decoding {} self {} float{}", position, attend_self, single ? 32 : 64);
+  if (single) expect_close(what, cat(parts, 1), full, 2e-5, 2e-5);
+  else expect_close(what, cat(parts, 1), full, 1e-12, 1e-10);
+}
+
 // Pitfall #12: the spans must move. Data with period 5 rewards the key at distance 5 (on the
 // ramp at c = 0), so c grows under the paper's Adagrad with the per-tensor clip; i.i.d. data
 // rewards nothing, and a large span loss (plain Adagrad: the clip would shrink its steps to a
