@@ -2,12 +2,14 @@
 // loss, backward, AdamW, clamp) of the char LM with adaptive span (attention/lm/
 // char_transformer.h) at the shakespeare_cpu size, against its PyTorch twin (bench/charlm_torch.py,
 // masking only: dense attention over all S cached keys) on the same threads; then generation
-// speed (one token per forward with the cache). Every head starts at c = --span-init (the spans a
+// speed (one token per call, with the layer-input cache and with the K/V cache). Every head starts at c = --span-init (the spans a
 // trained model would have), so trimming cuts the window to ceil(max z) + 32 rounded up to 64.
 //
 // Usage: bench_charlm_step [--batch 16] [--segment 128] [--max-span 256] [--layers 4] [--width 128]
 //                          [--heads 4] [--ff 512] [--span-init-permille 100] [--reps 5] [--warmup 2]
-//                          [--generate 200] [--no-torch]
+//                          [--generate 200] [--context 512] [--no-torch] [--reference]
+// --reference runs the attention on the reference path (the dense M x (W + M) product of the
+// segment with [cache; segment]) instead of the fused path (each query only its W keys).
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -40,10 +42,14 @@ Tensor random_tokens(int64_t B, int64_t N, int64_t V, Generator& gen) {
 int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 16}, {"segment", 128}, {"max-span", 256}, {"layers", 4},
                                    {"width", 128}, {"heads", 4},    {"ff", 512},        {"span-init-permille", 100},
-                                   {"reps", 5},    {"warmup", 2},   {"generate", 200}};
-  bool torch = true;
+                                   {"reps", 5},    {"warmup", 2},   {"generate", 200},  {"context", 512}};
+  bool torch = true, reference = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--reference") {
+      reference = true;
+      continue;
+    }
     if (arg == "--no-torch") {
       torch = false;
       continue;
@@ -66,6 +72,7 @@ int main(int argc, char** argv) try {
   c.attention.heads = a["heads"];
   c.attention.max_span = a["max-span"];
   c.attention.span_init = init;
+  c.attention.fused = !reference;
   Generator gen(0);
   CharTransformer model(c, gen);
   AdamW opt(model.parameters(), AdamWOptions{.lr = 1e-3, .weight_decay = 0.0});
@@ -87,8 +94,9 @@ int main(int argc, char** argv) try {
   fmt::print("charlm training step: batch {} x segment {}, max span {}, c = {} (window {}), {} layers, width {}, "
              "{} threads\n",
              B, M, c.attention.max_span, init, model.layer(0).attention().window(), c.layers, c.attention.width, threads);
-  fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  (attention work {:.0f}% of untrimmed)\n", median * 1e3,
-             static_cast<double>(B * M) / median, 100.0 * model.attention_flops_share(M));
+  fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  ({} path; attention work {:.0f}% of full [S; segment])\n",
+             median * 1e3, static_cast<double>(B * M) / median, reference ? "reference" : "fused",
+             100.0 * model.attention_flops_share(M));
   if (torch) {
     const std::string args = fmt::format("--batch {} --segment {} --max-span {} --layers {} --width {} --heads {} --ff {} "
                                          "--span-init {} --reps {} --warmup {}",
@@ -105,19 +113,34 @@ int main(int argc, char** argv) try {
     }
   }
 
-  // Generation: one token per forward with the cache (K/V recomputed over the window each time).
+  // Generation, greedy at batch 1: one token per call, (a) with the layer-input cache (each call
+  // recomputes K/V over the window: O(W D^2) per layer and token), (b) with the K/V cache
+  // (forward_incremental: the token projects only itself), after a context of --context tokens.
   NoGradGuard no_grad;
   model.eval();
-  LayerCache gen_cache;
-  Tensor next = random_tokens(1, 1, V, gen);
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t t = 0; t < a["generate"]; ++t) {
-    const Tensor logits = model.forward(next, gen_cache, gen).value();
-    const auto row = logits.reshape({V}).to_vector<float>();
-    next = Tensor::from_vector(std::vector<int64_t>{std::max_element(row.begin(), row.end()) - row.begin()}, {1, 1});
+  auto generate = [&](bool kv) {
+    Generator g(7);
+    LayerCache layer_cache;
+    DecodeCache decode_cache;
+    const Tensor context = random_tokens(1, a["context"], V, g);
+    if (kv) model.forward_incremental(context, decode_cache, g);
+    else model.forward(context, layer_cache, g);
+    Tensor next = random_tokens(1, 1, V, g);
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t t = 0; t < a["generate"]; ++t) {
+      const Tensor logits =
+          (kv ? model.forward_incremental(next, decode_cache, g) : model.forward(next, layer_cache, g)).value();
+      const auto row = logits.reshape({V}).to_vector<float>();
+      next = Tensor::from_vector(std::vector<int64_t>{std::max_element(row.begin(), row.end()) - row.begin()}, {1, 1});
+    }
+    return static_cast<double>(a["generate"]) / seconds_since(start);
+  };
+  if (a["generate"] > 0) {
+    const double recompute = generate(false), cached = generate(true);
+    fmt::print("  generation (greedy, batch 1, after {} tokens): layer-input cache (K/V recomputed) {:.0f} tokens/s, "
+               "K/V cache {:.0f} tokens/s ({:.2f}x)\n",
+               a["context"], recompute, cached, cached / recompute);
   }
-  const double gen_s = seconds_since(start);
-  fmt::print("  generation (greedy, batch 1): {:.0f} tokens/s\n", static_cast<double>(a["generate"]) / gen_s);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_charlm_step: error: %s\n", e.what());

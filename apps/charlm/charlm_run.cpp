@@ -56,6 +56,8 @@ void declare(Settings& s, CharlmSettings& c) {
   s.add("model.span_loss", c.model.span_loss, "span loss coefficient lambda").at_least(0);
   s.add("model.trim", c.model.trim, "cut keys to the layer's longest span + ramp (never changes numbers)");
   s.add("model.trim_granularity", c.model.trim_granularity, "trim in steps of this many keys").at_least(1);
+  s.add("model.fused", c.model.fused,
+        "attention on the fused path: each query visits only its window's keys (same numbers as the dense reference)");
   s.add("model.adaptive_cache", c.model.adaptive_cache, "cache the window + cache_margin inputs (else S)");
   s.add("model.cache_margin", c.model.cache_margin, "extra cached inputs in case a span grows").at_least(0);
   s.add("train.optimizer", c.train.optimizer, "optimizer").choices({"adagrad", "adamw"});
@@ -139,6 +141,7 @@ CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   a.span_loss = c.model.span_loss;
   a.trim = c.model.trim;
   a.trim_granularity = c.model.trim_granularity;
+  a.fused = c.model.fused;
   a.dropout = c.model.dropout;
   return m;
 }
@@ -470,10 +473,11 @@ void sample_run(CharlmSettings& c, Settings& settings, const SampleRequest& requ
   const Tensor prompt = encode_checked(vocab, request.prompt, "the prompt");
   NoGradGuard no_grad;
   Generator unused(0), gen(static_cast<uint64_t>(request.seed));
-  LayerCache cache;
+  DecodeCache cache;
   const int64_t P = prompt.numel(), V = vocab.size();
-  // The prompt in one forward, then one token per forward with the cache (O(window) each).
-  Tensor logits = model->forward(prompt.reshape({1, P}).to(device), cache, unused).value().to(kCPU);
+  // The prompt in one call, then one token per call with every layer's keys/values cached: a new
+  // token projects only itself and attends over W_l keys per layer (O(window), not O(context)).
+  Tensor logits = model->forward_incremental(prompt.reshape({1, P}).to(device), cache, unused).value().to(kCPU);
   std::vector<double> last = logits.narrow(1, P - 1, 1).reshape({V}).to_vector<double>();
   std::vector<int64_t> out;
   std::vector<size_t> order(static_cast<size_t>(V));
@@ -505,7 +509,9 @@ void sample_run(CharlmSettings& c, Settings& settings, const SampleRequest& requ
     const auto id = static_cast<int64_t>(order[pick]);
     out.push_back(id);
     if (t + 1 == request.tokens) break;
-    logits = model->forward(Tensor::from_vector(std::vector<int64_t>{id}, {1, 1}).to(device), cache, unused).value().to(kCPU);
+    logits = model->forward_incremental(Tensor::from_vector(std::vector<int64_t>{id}, {1, 1}).to(device), cache, unused)
+                 .value()
+                 .to(kCPU);
     last = logits.reshape({V}).to_vector<double>();
     if (draw && request.tokens - t <= shown + 1) {
       queries.push_back(label(vocab.symbol(id)));

@@ -37,6 +37,7 @@ struct CharlmSettings {
     double span_loss = 2e-6;
     bool trim = true;
     int64_t trim_granularity = 64;
+    bool fused = true;
     bool adaptive_cache = true;
     int64_t cache_margin = 64;
   } model;

@@ -11,14 +11,14 @@
 // loss; the spans are clamped after every optimizer step; Adagrad with the per-tensor step clip
 // and a linear warm-up, or AdamW with warm-up and cosine decay. Logged per step window: loss,
 // bpc, the average and largest span (ramp included, as the original logger), the share of
-// attention work against untrimmed attention, each head's span. The run folder also holds
+// attention work against full attention (the dense product with S cached keys), each head's
+// span. Sampling decodes with a K/V cache: each new token costs O(window), not O(context). The run folder also holds
 // vocab.json (the character vocabulary, bytes in id order; every checkpoint holds it too, as the
 // model buffer vocab_bytes, which eval and sample read) and figures/: span_mask.png (the
 // learned soft mask of every head against distance), spans.png (each head's span over
 // training) and learning_curves.png.
 //
-// Deliberately does not: tokenise beyond bytes, run on several devices, or cache K/V when
-// sampling (each new token recomputes K/V over the window: O(window) per token).
+// Deliberately does not: tokenise beyond bytes or run on several devices.
 // Shapes: letters of shape_legend.h.
 #include <chrono>
 #include <cmath>

@@ -76,14 +76,14 @@ struct Setup {
   std::shared_ptr<std::vector<uint8_t>> padded;
 };
 
-Setup make_setup(const Tensor& q, const FusedAttentionSpec& spec, bool uses_tables) {
+Setup make_setup(const Tensor& q, const Tensor& k, const FusedAttentionSpec& spec, bool uses_tables) {
   Setup s;
   Problem& P = s.problem;
-  P.B = q.size(0), P.H = q.size(1), P.N = q.size(2), P.Dh = q.size(3);
+  P.B = q.size(0), P.H = q.size(1), P.N = k.size(2), P.Nq = q.size(2), P.Dh = q.size(3);
   P.scale = spec.scale;
   const Positions& pos = spec.positions;
   if (pos.tokens() != P.N)
-    fail("fused attention: q has N = {} tokens but the positions describe {} ({})", P.N, pos.tokens(), pos.describe());
+    fail("fused attention: k has N = {} tokens but the positions describe {} ({})", P.N, pos.tokens(), pos.describe());
   P.geometry.tokens = P.N;
   if (pos.is_tree()) {
     if (spec.box) fail("fused attention: a key range needs grid positions, not {}", pos.describe());
@@ -113,8 +113,10 @@ Setup make_setup(const Tensor& q, const FusedAttentionSpec& spec, bool uses_tabl
 
 void check_qkv(const Variable& q, const Variable& k, const Variable& v) {
   if (!q.defined() || !k.defined() || !v.defined()) fail("fused attention: undefined q, k or v");
-  if (q.dim() != 4 || q.shape() != k.shape() || q.shape() != v.shape())
-    fail("fused attention: q, k, v must all be [B, H, N, Dh] with equal shapes, got q {}, k {}, v {}",
+  if (q.dim() != 4 || k.shape() != v.shape() || k.dim() != 4 || q.size(0) != k.size(0) || q.size(1) != k.size(1) ||
+      q.size(3) != k.size(3) || q.size(2) > k.size(2))
+    fail("fused attention: k, v must be [B, H, N, Dh] and q [B, H, Nq, Dh] with Nq <= N (the last Nq tokens), "
+         "got q {}, k {}, v {}",
          q.value().describe(), k.value().describe(), v.value().describe());
   if (!q.value().device().is_cpu() || !k.value().device().is_cpu() || !v.value().device().is_cpu())
     fail("fused attention: the fused path is CPU code; got q {} (use the reference path on other devices)",
@@ -128,8 +130,8 @@ Tensor run_forward(const Setup& s, const std::vector<Tensor>& tables, const Tens
                    const Tensor& v, Tensor& lse, Tensor* dense_probs) {
   const Problem& P = s.problem;
   Tensor out = Tensor::empty(q.shape(), q.dtype());
-  lse = Tensor::empty({P.B, P.H, P.N}, q.dtype());
-  if (dense_probs) *dense_probs = Tensor::zeros({P.B, P.H, P.N, P.N}, q.dtype());  // rows without keys stay 0
+  lse = Tensor::empty({P.B, P.H, P.Nq}, q.dtype());
+  if (dense_probs) *dense_probs = Tensor::zeros({P.B, P.H, P.Nq, P.N}, q.dtype());  // rows without keys stay 0
   dispatch_float(q.dtype(), "fused attention", [&]<typename T>() {
     fused_detail::forward<T>(P, table_pointers<T>(tables), q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(),
                              lse.data<T>(), dense_probs ? dense_probs->data<T>() : nullptr);
@@ -178,7 +180,7 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
   const int64_t H = q.size(1), Dh = q.size(3);
   const bool uses_tables = terms.query_table.defined() || terms.bias.defined() || terms.modulation.defined() ||
                            terms.positional_modulation.defined() || terms.prob_mask.defined();
-  const Setup setup = make_setup(q.value(), spec, uses_tables);
+  const Setup setup = make_setup(q.value(), k.value(), spec, uses_tables);
   KernelTables kt = kernel_tables(terms, H, setup.problem.R, Dh, q.dtype());
 
   std::vector<Variable> inputs{q, k, v};
@@ -197,8 +199,8 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
                   const Problem& P = setup.problem;
                   const Tensor gc = g.contiguous();
                   std::vector<Tensor> grads(needs.size());
-                  Tensor dq = Tensor::empty(qc.shape(), qc.dtype()), dk = Tensor::empty(qc.shape(), qc.dtype()),
-                         dv = Tensor::empty(qc.shape(), qc.dtype());
+                  Tensor dq = Tensor::empty(qc.shape(), qc.dtype()), dk = Tensor::empty(kc.shape(), qc.dtype()),
+                         dv = Tensor::empty(kc.shape(), qc.dtype());
                   std::vector<Tensor> dtables(table_values.size());
                   for (size_t i = 0; i < table_values.size(); ++i)
                     if (table_slot[i] >= 0 && needs[static_cast<size_t>(table_slot[i])])
@@ -225,7 +227,7 @@ Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, 
   check_qkv(Variable(q), Variable(k), Variable(v));
   const bool uses_tables = terms.query_table.defined() || terms.bias.defined() || terms.modulation.defined() ||
                            terms.positional_modulation.defined() || terms.prob_mask.defined();
-  const Setup setup = make_setup(q, spec, uses_tables);
+  const Setup setup = make_setup(q, k, spec, uses_tables);
   KernelTables kt = kernel_tables(terms, q.size(1), setup.problem.R, q.size(3), q.dtype());
   std::vector<Tensor> table_values;
   for (Variable* t : kt.all()) table_values.push_back(t->defined() ? t->value().contiguous() : Tensor());

@@ -39,12 +39,14 @@ struct FusedAttentionSpec {
 FusedTerms combine_fused_terms(const std::vector<std::shared_ptr<AttentionHook>>& hooks, const Positions& positions,
                                DType dtype);
 
-// q, k, v [B, H, N, Dh] -> [B, H, N, Dh]. Tables as in fused_terms.h ([R] tables are shared by
-// the heads). Differentiable in q, k, v and every defined table.
+// q [B, H, Nq, Dh], k, v [B, H, N, Dh] -> [B, H, Nq, Dh]. The queries are the last Nq of the N
+// tokens that `spec.positions` describes (Nq = N: self-attention; Nq < N: a segment attending
+// over [cache; segment], whose cache rows are keys only). Tables as in fused_terms.h ([R] tables
+// are shared by the heads). Differentiable in q, k, v and every defined table.
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const FusedTerms& terms,
                          const FusedAttentionSpec& spec);
 
-// The final probabilities of the same computation as dense [B, H, N, N] (no gradient; O(N^2)
+// The final probabilities of the same computation as dense [B, H, Nq, N] (no gradient; O(N^2)
 // memory, for figures and tests only).
 Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, const FusedTerms& terms,
                              const FusedAttentionSpec& spec);

@@ -43,6 +43,10 @@ struct RowGeometry {
 
 struct Problem {
   int64_t B = 0, H = 0, N = 0, Dh = 0, R = 0;
+  // Queries are the last Nq tokens of the grid (query row i is grid token N - Nq + i): q, out,
+  // lse and dq hold Nq rows, k and v N rows. Nq = N is ordinary self-attention; Nq < N is a
+  // segment attending over [cache; segment] (attention/lm/segment_attention.h).
+  int64_t Nq = 0;
   double scale = 1.0;
   const uint8_t* padded = nullptr;  // [B, N], 1 = padded key; null = none
   RowGeometry geometry;
@@ -61,7 +65,7 @@ struct Tables {
 
 template <typename T>
 struct Grads {
-  T* dq = nullptr;  // [B, H, N, Dh] (all three required)
+  T* dq = nullptr;  // [B, H, Nq, Dh] (all three required; dk, dv [B, H, N, Dh])
   T* dk = nullptr;
   T* dv = nullptr;
   T* key_bias = nullptr;       // [H, Dh]      (null: not needed)
@@ -72,14 +76,14 @@ struct Grads {
   T* prob_mask = nullptr;
 };
 
-// q, k, v [B, H, N, Dh] contiguous -> out [B, H, N, Dh], lse [B, H, N] (+inf for a row that sees
-// no key: its output is 0). `dense_probs` (nullable, zeroed by the caller) receives the final
-// probabilities [B, H, N, N] (for figures; O(N^2), only on request).
+// q [B, H, Nq, Dh], k, v [B, H, N, Dh] contiguous -> out [B, H, Nq, Dh], lse [B, H, Nq] (+inf for
+// a row that sees no key: its output is 0). `dense_probs` (nullable, zeroed by the caller)
+// receives the final probabilities [B, H, Nq, N] (for figures; O(N^2), only on request).
 template <typename T>
 void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
              T* dense_probs);
 
-// Gradients for dout [B, H, N, Dh]; out and lse from forward. Fills every non-null pointer of
+// Gradients for dout [B, H, Nq, Dh]; out and lse from forward (dq [B, H, Nq, Dh], dk, dv [B, H, N, Dh]). Fills every non-null pointer of
 // `grads` (overwrites, does not add).
 template <typename T>
 void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,

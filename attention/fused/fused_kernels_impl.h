@@ -65,7 +65,7 @@ struct Segment {
 // tables of head h (absent ones point at constant ones/zeros, so the loops need no branches).
 template <typename T>
 struct Head {
-  const T* q;       // [N, Dh]
+  const T* q;       // [Nq, Dh]
   const T* kt;      // [Dh, N]
   const T* vt;      // [Dh, N]
   const T* akey;    // [N] (a_h . k_j) or zeros
@@ -115,7 +115,7 @@ struct Prepared {
     const int64_t h = bh % P.H, b = bh / P.H, N = P.N, Dh = P.Dh, R = P.R;
     const T* one = ones.data<T>();
     Head<T> hd;
-    hd.q = q + bh * N * Dh;
+    hd.q = q + bh * P.Nq * Dh;
     hd.kt = kt.data<T>() + bh * Dh * N;
     hd.vt = vt.data<T>() + bh * Dh * N;
     hd.akey = akey.data<T>() + bh * N;
@@ -248,25 +248,25 @@ int64_t max_row_keys(const RowGeometry& geo) {
 template <typename T>
 void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
              T* dense_probs) {
-  const int64_t BH = P.B * P.H, N = P.N, Dh = P.Dh;
+  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, Dh = P.Dh;
   const Prepared<T> prep(P, tables, k, v);
   const bool positional = tables.query_table_t || tables.bias;
   const bool masked = tables.prob_mask != nullptr;
   const int64_t row_keys = max_row_keys(P.geometry);
   constexpr int64_t kChunk = 32;  // queries per work item
-  const int64_t chunks = (N + kChunk - 1) / kChunk, items = BH * chunks;
+  const int64_t chunks = (Nq + kChunk - 1) / kChunk, items = BH * chunks;
 #pragma omp parallel if (items > 1 && thread_count() > 1)
   {
     Scratch<T> sc(row_keys, Dh);
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t bh = item / chunks, i_begin = (item % chunks) * kChunk, i_end = std::min(N, i_begin + kChunk);
+      const int64_t bh = item / chunks, i_begin = (item % chunks) * kChunk, i_end = std::min(Nq, i_begin + kChunk);
       const Head<T> hd = prep.head(P, tables, q, bh);
       for (int64_t i = i_begin; i < i_end; ++i) {
         const T* qi = hd.q + i * Dh;
-        T* oi = out + (bh * N + i) * Dh;
+        T* oi = out + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) sc.qs[d] = static_cast<T>(P.scale) * qi[d];
-        const int64_t L = sc.collect(P.geometry, i);
+        const int64_t L = sc.collect(P.geometry, first + i);
         T m = -std::numeric_limits<T>::infinity();
         int64_t off = 0;
         for (const Segment& g : sc.segs) {
@@ -278,7 +278,7 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         for (int64_t t = 0; t < L; ++t) m = std::max(m, srow[t]);
         if (L == 0 || m == -std::numeric_limits<T>::infinity()) {  // no key: zero attention
           for (int64_t d = 0; d < Dh; ++d) oi[d] = T(0);
-          lse[bh * N + i] = std::numeric_limits<T>::infinity();
+          lse[bh * Nq + i] = std::numeric_limits<T>::infinity();
           continue;
         }
         T Z = 0, W = 0;
@@ -309,9 +309,9 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         }
         const T denom = masked ? W + static_cast<T>(kMaskEpsilon) * Z : W;
         for (int64_t d = 0; d < Dh; ++d) oi[d] = sc.acc[d] / denom;
-        lse[bh * N + i] = m + std::log(denom);
+        lse[bh * Nq + i] = m + std::log(denom);
         if (dense_probs) {
-          T* row = dense_probs + (bh * N + i) * N;  // zeroed by the caller
+          T* row = dense_probs + (bh * Nq + i) * N;  // zeroed by the caller
           off = 0;
           for (const Segment& g : sc.segs) {
             for (int64_t t = 0; t < g.len; ++t) row[g.j0 + t] = sc.e[off + t] / denom;
@@ -326,7 +326,7 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
 template <typename T>
 void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const T* dout, const Grads<T>& grads) {
-  const int64_t BH = P.B * P.H, N = P.N, Dh = P.Dh, R = P.R, H = P.H;
+  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, Dh = P.Dh, R = P.R, H = P.H;
   const Prepared<T> prep(P, tables, k, v);
   const bool positional = tables.query_table_t || tables.bias;
   const bool masked = tables.prob_mask != nullptr;
@@ -380,13 +380,13 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
       T* hb_mod = my_mod ? my_mod + h * R : nullptr;
       T* hb_modpos = my_modpos ? my_modpos + h * R : nullptr;
       T* hb_mask = my_mask ? my_mask + h * R : nullptr;
-      for (int64_t i = 0; i < N; ++i) {
+      for (int64_t i = 0; i < Nq; ++i) {
         const T* qi = hd.q + i * Dh;
-        const T* doi = dout + (bh * N + i) * Dh;
-        const T* oi = out + (bh * N + i) * Dh;
-        T* dqi = grads.dq + (bh * N + i) * Dh;
+        const T* doi = dout + (bh * Nq + i) * Dh;
+        const T* oi = out + (bh * Nq + i) * Dh;
+        T* dqi = grads.dq + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) dqi[d] = T(0);
-        const T row_lse = lse[bh * N + i];
+        const T row_lse = lse[bh * Nq + i];
         if (row_lse == std::numeric_limits<T>::infinity()) continue;  // no key: no gradient
         T D = 0;
         for (int64_t d = 0; d < Dh; ++d) D += doi[d] * oi[d];
@@ -395,7 +395,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
           ka[d] = sc.qs[d] + (hd.key_bias ? hd.key_bias[d] : T(0));  // d content / d k_j
           dq_row[d] = T(0);
         }
-        sc.collect(P.geometry, i);
+        sc.collect(P.geometry, first + i);
         for (const Segment& g : sc.segs) {
           const int64_t len = g.len;
           T* __restrict s = sc.s.data();

@@ -20,8 +20,8 @@ CharLayer::CharLayer(const CharTransformerConfig& config, Generator& gen)
   norm2_ = register_module("norm2", std::make_shared<LayerNorm>(D));
 }
 
-Variable CharLayer::forward(const Variable& x, const Tensor& cache, const Variable& key_pe, Generator& gen,
-                            Tensor& attention_input) {
+template <typename Attend>
+Variable CharLayer::run(const Variable& x, Attend&& attend, Generator& gen, Tensor* attention_input) {
   auto ff = [&](const Variable& h) {
     Variable a = relu(fc1_->forward(h));
     if (dropout_ > 0.0) a = dropout(a, dropout_, is_training(), gen);
@@ -29,13 +29,23 @@ Variable CharLayer::forward(const Variable& x, const Tensor& cache, const Variab
   };
   if (pre_norm_) {
     Variable a = norm1_->forward(x);
-    attention_input = a.value();
-    Variable h = x + attn_->forward(a, cache, key_pe, gen);
+    if (attention_input) *attention_input = a.value();
+    Variable h = x + attend(a);
     return h + ff(norm2_->forward(h));
   }
-  attention_input = x.value();
-  Variable h = norm1_->forward(x + attn_->forward(x, cache, key_pe, gen));
+  if (attention_input) *attention_input = x.value();
+  Variable h = norm1_->forward(x + attend(x));
   return norm2_->forward(h + ff(h));
+}
+
+Variable CharLayer::forward(const Variable& x, const Tensor& cache, const Variable& key_pe, Generator& gen,
+                            Tensor& attention_input) {
+  return run(x, [&](const Variable& a) { return attn_->forward(a, cache, key_pe, gen); }, gen, &attention_input);
+}
+
+Variable CharLayer::forward_incremental(const Variable& x, SegmentAttention::KeyValueCache& kv, const Variable& key_pe,
+                                        Generator& gen) {
+  return run(x, [&](const Variable& a) { return attn_->forward_incremental(a, kv, key_pe, gen); }, gen, nullptr);
 }
 
 CharTransformer::CharTransformer(const CharTransformerConfig& config, Generator& gen) : config_(config) {
@@ -94,6 +104,19 @@ Variable CharTransformer::forward(const Tensor& tokens, LayerCache& cache, Gener
   return out_->forward(x);
 }
 
+Variable CharTransformer::forward_incremental(const Tensor& tokens, DecodeCache& cache, Generator& gen) {
+  if (tokens.dim() != 2 || tokens.dtype() != DType::Int64)
+    fail("CharTransformer: tokens must be int64 [B, M], got {}", tokens.describe());
+  if (tokens.size(1) < 1) fail("CharTransformer: a segment needs at least one token, got {}", tokens.describe());
+  if (static_cast<int64_t>(cache.layers.size()) != num_layers() || (cache.batch() != 0 && cache.batch() != tokens.size(0)))
+    cache.layers.assign(static_cast<size_t>(num_layers()), SegmentAttention::KeyValueCache{});
+  Variable x = embedding_->forward(tokens);  // [B, M, D]
+  for (int64_t l = 0; l < num_layers(); ++l)
+    x = layers_[static_cast<size_t>(l)]->forward_incremental(x, cache.layers[static_cast<size_t>(l)], key_pe_, gen);
+  if (final_norm_) x = final_norm_->forward(x);
+  return out_->forward(x);
+}
+
 Variable CharTransformer::span_loss() const { return attention_regulariser(*this); }
 
 void CharTransformer::clamp_spans() const { after_optimizer_step(*this); }
@@ -126,8 +149,8 @@ std::vector<std::vector<double>> CharTransformer::head_spans() const {
 double CharTransformer::attention_flops_share(int64_t segment) const {
   const double S = static_cast<double>(config_.attention.max_span), M = static_cast<double>(segment);
   double computed = 0;
-  for (const auto& layer : layers_) computed += static_cast<double>(layer->attention().window()) + M;
-  return computed / (static_cast<double>(layers_.size()) * (S + M));
+  for (const auto& layer : layers_) computed += static_cast<double>(layer->attention().computed_pairs(segment));
+  return computed / (static_cast<double>(layers_.size()) * M * (S + M));
 }
 
 }  // namespace posgrad

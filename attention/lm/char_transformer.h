@@ -14,7 +14,7 @@
 // computed with the parameters of this forward (before the optimizer step). A fresh cache is
 // empty, which the attention reads as zeros: the paper's zero initial cache. So processing a
 // text in segments with the cache gives the logits of one long forward over it (with the same
-// window), and feeding one token at a time is incremental decoding at O(W) attention per token.
+// window). forward_incremental keeps each layer's keys/values instead (DecodeCache): decoding.
 //
 // The learned key position term (scheme key_pe) is one parameter "key_pe" [Dh, S] ~ N(0, 1)
 // shared by every layer and head. Parameter names: embedding.weight, key_pe,
@@ -50,6 +50,13 @@ struct LayerCache {
   int64_t batch() const { return layers.empty() || !layers[0].defined() ? 0 : layers[0].size(0); }
 };
 
+// Incremental decoding: every layer's keys and values of the previous positions (trimmed to the
+// layer's W - s), so a new token projects only itself (SegmentAttention::forward_incremental).
+struct DecodeCache {
+  std::vector<SegmentAttention::KeyValueCache> layers;
+  int64_t batch() const { return layers.empty() || !layers[0].keys.defined() ? 0 : layers[0].keys.size(0); }
+};
+
 class CharLayer : public Module {
  public:
   CharLayer(const CharTransformerConfig& config, Generator& gen);
@@ -57,10 +64,17 @@ class CharLayer : public Module {
   Variable forward(const Variable& x, const Tensor& cache, const Variable& key_pe, Generator& gen,
                    Tensor& attention_input);
   using Module::forward;
+  // The same layer with the attention's K/V cache (decoding).
+  Variable forward_incremental(const Variable& x, SegmentAttention::KeyValueCache& kv, const Variable& key_pe,
+                               Generator& gen);
   SegmentAttention& attention() { return *attn_; }
   const SegmentAttention& attention() const { return *attn_; }
 
  private:
+  // The layer around an attention call attend(attention input) -> [B, M, D].
+  template <typename Attend>
+  Variable run(const Variable& x, Attend&& attend, Generator& gen, Tensor* attention_input);
+
   bool pre_norm_;
   double dropout_;
   std::shared_ptr<SegmentAttention> attn_;
@@ -76,6 +90,11 @@ class CharTransformer : public Module {
   // empty LayerCache, or one of another batch size, starts from zeros). `gen` drives dropout.
   Variable forward(const Tensor& tokens, LayerCache& cache, Generator& gen);
   using Module::forward;
+  // Incremental decoding: the logits of forward() over the same text, but each call projects
+  // only its M new tokens and attends over every layer's cached keys/values (W_l - s of them): a
+  // new token costs O(L (D^2 + W D + D F) + D V), independent of the context length. An empty
+  // DecodeCache, or one of another batch size, starts from the zero cache as forward() does.
+  Variable forward_incremental(const Tensor& tokens, DecodeCache& cache, Generator& gen);
 
   const CharTransformerConfig& config() const { return config_; }
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
@@ -94,8 +113,10 @@ class CharTransformer : public Module {
   double largest_span() const;
   // z_h = c_h S of every head, [layer][head] (empty without adaptive span).
   std::vector<std::vector<double>> head_spans() const;
-  // Attention work of a segment of M queries relative to the untrimmed window S: the content
-  // and weighted-sum products cost M (W_l + M) per head here, against M (S + M) without trimming.
+  // Attention work of a segment of M queries against full attention, the dense product of the
+  // segment with [S cache rows; segment] that a PyTorch user writes (M (S + M) pairs per head and
+  // layer): the fused path computes M W_l (each query its W_l slots: causal and span-limited keys
+  // skipped), the reference path M (W_l + M) (SegmentAttention::computed_pairs).
   double attention_flops_share(int64_t segment) const;
 
  private:

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attention/fused/fused_attention.h"
 #include "attention/schemes/alibi.h"
 #include "nn/dropout.h"
 #include "nn/init.h"
@@ -140,6 +141,81 @@ Variable SegmentAttention::rotate(const Variable& x, int64_t first_position) con
   return reshape(stack({even * cosine - odd * sine, odd * cosine + even * sine}, 4), {B, H, N, head_width_});
 }
 
+bool SegmentAttention::uses_fused_path(const Variable& h) const {
+  return config_.fused && h.value().device().is_cpu() && !keep_probs_ && !(config_.dropout > 0.0 && is_training());
+}
+
+int64_t SegmentAttention::computed_pairs(int64_t M) const {
+  const int64_t W = window(), s = config_.attend_self ? 1 : 0;
+  const bool fused = config_.fused && !keep_probs_ && !(config_.dropout > 0.0 && is_training());
+  return fused ? M * W : M * (W - s + M);
+}
+
+namespace {
+
+// Slot tables [.., W] (slot j = distance W - s - j) placed on the relative grid of a sequence of
+// N = W - s + M tokens along `axis`: the entry of offset -(W - s - j) is r = N - 1 - (W - s - j)
+// = M - 1 + j, so the slots are preceded by M - 1 and followed by W - 2 s + M zero entries.
+Variable on_relative_grid(const Variable& slots, int64_t axis, int64_t M, int64_t s) {
+  Shape before = slots.value().shape(), after = before;
+  const int64_t W = before[static_cast<size_t>(axis)];
+  before[static_cast<size_t>(axis)] = M - 1;
+  after[static_cast<size_t>(axis)] = W - 2 * s + M;
+  std::vector<Variable> parts;
+  if (M > 1) parts.emplace_back(Tensor::zeros(before, slots.dtype(), slots.value().device()));
+  parts.push_back(slots);
+  if (W - 2 * s + M > 0) parts.emplace_back(Tensor::zeros(after, slots.dtype(), slots.value().device()));
+  return cat(parts, axis);
+}
+
+}  // namespace
+
+Variable SegmentAttention::fused_window_attention(const Variable& q, const Variable& k, const Variable& v,
+                                                  const Variable& key_pe, int64_t W) const {
+  const auto& c = config_;
+  const int64_t B = q.size(0), M = q.size(2), N = k.size(2), s = c.attend_self ? 1 : 0, H = c.heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_width_));
+  const DType dtype = q.dtype();
+  const Device device = q.value().device();
+  FusedTerms terms;
+  if (c.position == SegmentPosition::KeyPE) {
+    if (!key_pe.defined() || key_pe.dim() != 2 || key_pe.size(0) != head_width_ || key_pe.size(1) != c.max_span)
+      fail("SegmentAttention: key_pe must be [{}, {}]", head_width_, c.max_span);
+    Variable slots = transpose(narrow(key_pe, 1, c.max_span - W, W), 0, 1) * scale;  // [W, Dh]
+    terms.query_table = expand(unsqueeze(on_relative_grid(slots, 0, M, s), 0), {H, 2 * N - 1, head_width_});
+  } else if (c.position == SegmentPosition::TransformerXL) {
+    const int64_t D = c.width, half = D / 2;
+    std::vector<double> table(static_cast<size_t>(W * D));
+    for (int64_t j = 0; j < W; ++j) {
+      const double d = static_cast<double>(W - s - j);
+      for (int64_t t = 0; t < half; ++t) {
+        const double f = std::pow(10000.0, -2.0 * static_cast<double>(t) / static_cast<double>(D));
+        table[static_cast<size_t>(j * D + t)] = std::sin(d * f);
+        table[static_cast<size_t>(j * D + half + t)] = std::cos(d * f);
+      }
+    }
+    Variable r(Tensor::from_vector(table, {W, D}).to(dtype).to(device));
+    Variable e = permute(reshape(w_kr_->forward(r), {W, H, head_width_}), {1, 0, 2}) * scale;  // [H, W, Dh]
+    // (q + v) . e = q . e + v . e: a query table and a per-slot bias; (q + u) . k: u a key bias.
+    terms.query_table = on_relative_grid(e, 1, M, s);
+    terms.bias = on_relative_grid(reshape(matmul(e, reshape(v_, {H, head_width_, 1})), {H, W}), 1, M, s);
+    terms.key_bias = u_ * scale;
+  } else if (c.position == SegmentPosition::Alibi) {
+    std::vector<double> bias(static_cast<size_t>(H * W));
+    for (int64_t hd = 0; hd < H; ++hd)
+      for (int64_t j = 0; j < W; ++j)
+        bias[static_cast<size_t>(hd * W + j)] = -alibi_slopes_[static_cast<size_t>(hd)] * static_cast<double>(W - s - j);
+    terms.bias = on_relative_grid(Variable(Tensor::from_vector(bias, {H, W}).to(dtype).to(device)), 1, M, s);
+  }
+  if (span_) terms.prob_mask = on_relative_grid(span_mask(W), 1, M, s);
+  FusedAttentionSpec spec;
+  spec.positions = Positions::sequence(N);
+  spec.box = OffsetBox{{-(W - s)}, {s - 1}};  // distances W - s .. 1 - s: exactly the W slots
+  spec.scale = scale;
+  Variable out = fused_attention(q, k, v, terms, spec);  // [B, H, M, Dh]
+  return reshape(permute(out, {0, 2, 1, 3}), {B, M, c.width});
+}
+
 Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const Variable& key_pe, Generator& dropout_gen) {
   const auto& c = config_;
   if (h.dim() != 3 || h.size(2) != c.width)
@@ -169,6 +245,57 @@ Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const
     q = rotate(q, keep);
     k = rotate(k, 0);
   }
+  return out_proj_->forward(attend(q, k, v, key_pe, W, dropout_gen));
+}
+
+Variable SegmentAttention::forward_incremental(const Variable& h, KeyValueCache& kv, const Variable& key_pe,
+                                               Generator& dropout_gen) {
+  const auto& c = config_;
+  if (h.dim() != 3 || h.size(2) != c.width)
+    fail("SegmentAttention: input must be [B, M, {}], got {}", c.width, h.value().describe());
+  const int64_t B = h.size(0), M = h.size(1), H = c.heads;
+  const int64_t W = window(), s = c.attend_self ? 1 : 0, keep = W - s;
+  if (kv.keys.defined() && (kv.keys.size(0) != B || kv.keys.size(1) != H || kv.keys.size(3) != head_width_))
+    fail("SegmentAttention: the key/value cache is {} but the input {} needs [{}, {}, C, {}]", kv.keys.describe(),
+         h.value().describe(), B, H, head_width_);
+  const DType dtype = h.dtype();
+  const Device device = h.value().device();
+  Variable q = split_heads(q_proj_->forward(h));  // [B, H, M, Dh]
+  Variable k = split_heads(k_proj_->forward(h));
+  Variable v = split_heads(v_proj_->forward(h));
+  if (c.position == SegmentPosition::Rope) {  // absolute positions: q . k depends on their difference only
+    q = rotate(q, kv.position);
+    k = rotate(k, kv.position);
+  }
+  // The cached keys/values the window reaches, left-padded with zeros (the keys and values of the
+  // zero inputs that the layer-input cache path attends: no bias, so exactly 0, rotated or not).
+  const int64_t C = kv.keys.defined() ? kv.keys.size(2) : 0;
+  Tensor past_k, past_v;
+  if (C >= keep) {
+    past_k = kv.keys.narrow(2, C - keep, keep);
+    past_v = kv.values.narrow(2, C - keep, keep);
+  } else {
+    const Tensor zeros = Tensor::zeros({B, H, keep - C, head_width_}, dtype, device);
+    past_k = C > 0 ? cat(std::vector<Tensor>{zeros, kv.keys}, 2) : zeros;
+    past_v = C > 0 ? cat(std::vector<Tensor>{zeros, kv.values}, 2) : zeros;
+  }
+  const Variable all_k = keep > 0 ? cat({Variable(past_k), k}, 2) : k;  // [B, H, W - s + M, Dh]
+  const Variable all_v = keep > 0 ? cat({Variable(past_v), v}, 2) : v;
+  // The next cache: the last W - s keys/values (all a later query's window reaches), detached.
+  const int64_t rows = all_k.size(2), next = std::min(rows, keep);
+  kv.keys = next > 0 ? all_k.value().narrow(2, rows - next, next).contiguous() : Tensor();
+  kv.values = next > 0 ? all_v.value().narrow(2, rows - next, next).contiguous() : Tensor();
+  kv.position += M;
+  return out_proj_->forward(attend(q, all_k, all_v, key_pe, W, dropout_gen));
+}
+
+Variable SegmentAttention::attend(const Variable& q, const Variable& k, const Variable& v, const Variable& key_pe,
+                                  int64_t W, Generator& dropout_gen) {
+  const auto& c = config_;
+  const int64_t B = q.size(0), M = q.size(2), s = c.attend_self ? 1 : 0;
+  const DType dtype = q.dtype();
+  const Device device = q.value().device();
+  if (uses_fused_path(q)) return fused_window_attention(q, k, v, key_pe, W);
   Variable qc = c.position == SegmentPosition::TransformerXL ? q + reshape(u_, {c.heads, 1, head_width_}) : q;
   Variable content = matmul(qc, transpose(k, 2, 3));  // [B, H, M, W - s + M]
   if (s == 1) content = cat({content, Variable(Tensor::zeros({B, c.heads, M, 1}, dtype, device))}, 3);
@@ -213,7 +340,7 @@ Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const
   Variable band = skew(probs);  // [B, H, M, W + M]
   if (s == 1) band = narrow(band, 3, 0, W + M - 1);
   Variable out = matmul(band, v);  // [B, H, M, Dh]
-  return out_proj_->forward(reshape(permute(out, {0, 2, 1, 3}), {B, M, c.width}));
+  return reshape(permute(out, {0, 2, 1, 3}), {B, M, c.width});
 }
 
 }  // namespace posgrad

@@ -28,9 +28,15 @@
 // Every trimmed key has mask 0 for every head, so trimming never changes the numbers beyond the
 // renormaliser's 1e-8 (tests/attention/test_char_transformer.cpp). Without adaptive span W = S.
 //
-// Deliberately not here: the cache bookkeeping across segments (char_transformer.h), K/V caching
-// at inference (K/V are recomputed over the window each call: O(W D^2) per token), a banded kernel
-// (the content product is the dense M x (W + M) one of the reference code, half of it discarded).
+// Two paths compute the same numbers (config.fused): the fused op (attention/fused) on a 1-D grid
+// of the W - s + M rows of [memory; segment] whose queries are the last M, with the key box of
+// offsets -(W - s) .. s - 1 (each query visits exactly its W slots: the causal half of the dense
+// product and the trimmed keys are never computed), the positional terms and the span mask as
+// FusedTerms tables over that grid; and the reference pipeline above (dense M x (W - s + M)
+// content product, unskew/skew), kept for figures, attention dropout and other devices.
+// forward_incremental is the K/V-cached variant for generation (O(W) attention per token).
+//
+// Deliberately not here: the cache bookkeeping across segments (char_transformer.h).
 // Shapes: letters of shape_legend.h; S is the maximum span, W the window (trimmed span).
 #pragma once
 
@@ -63,6 +69,11 @@ struct SegmentAttentionConfig {
   int64_t trim_granularity = 64;
   double dropout = 0.0;          // on the attention probabilities (after the mask)
   double rope_base = 10000.0;
+  // The fused path (attention/fused): each query visits only its W slots (the causal, span-limited
+  // band of [cache; segment]); the reference path below computes the dense M x (W + M) product.
+  // Same numbers; the reference runs instead for figures (keep_probs), attention dropout in
+  // training, and tensors off the CPU.
+  bool fused = true;
 };
 
 class SegmentAttention : public Module {
@@ -74,8 +85,23 @@ class SegmentAttention : public Module {
   Variable forward(const Variable& h, const Tensor& cache, const Variable& key_pe, Generator& dropout_gen);
   using Module::forward;
 
+  // Incremental decoding: the keys and values of the previous positions (RoPE keys rotated by
+  // their absolute positions), at most W - s of them, detached. `position` counts the tokens seen.
+  struct KeyValueCache {
+    Tensor keys, values;  // [B, H, C, Dh] (undefined: empty, read as the zero inputs' keys/values)
+    int64_t position = 0;
+  };
+  // The same attention as forward() with a layer-input cache of the same positions, but only the
+  // M new rows are projected: O(M D^2 + M W D) per call instead of O((W + M) D^2). h [B, M, D],
+  // `kv` read and replaced -> [B, M, D].
+  Variable forward_incremental(const Variable& h, KeyValueCache& kv, const Variable& key_pe, Generator& dropout_gen);
+
   // The window W the next forward uses (S without trimming; see above).
   int64_t window() const;
+  // The (query, key) pairs per head whose logits and weighted values the next forward over M
+  // queries on the CPU computes: M W on the fused path (each query its W slots), M (W - s + M)
+  // on the reference path (the dense product of the segment with [cache rows; segment]).
+  int64_t computed_pairs(int64_t M) const;
   // The mask over the window's slots [H, W] (slot j = distance as above); undefined without
   // adaptive span. Differentiable in c.
   Variable span_mask(int64_t window) const;
@@ -87,6 +113,15 @@ class SegmentAttention : public Module {
 
  private:
   Variable split_heads(const Variable& x) const;  // [B, N, D] -> [B, H, N, Dh]
+  bool uses_fused_path(const Variable& h) const;
+  // q [B, H, M, Dh], k, v [B, H, W - s + M, Dh] (key row W - s + i is query i's own position) ->
+  // the heads' outputs merged [B, M, D] before out_proj, on the fused or the reference path.
+  Variable attend(const Variable& q, const Variable& k, const Variable& v, const Variable& key_pe, int64_t W,
+                  Generator& dropout_gen);
+  // q [B, H, M, Dh], k, v [B, H, W - s + M, Dh] -> the heads' outputs merged [B, M, D], by the
+  // fused op over a 1-D grid of W - s + M tokens whose queries are the last M, key box = the slots.
+  Variable fused_window_attention(const Variable& q, const Variable& k, const Variable& v, const Variable& key_pe,
+                                  int64_t W) const;
   Variable rotate(const Variable& x, int64_t first_position) const;  // RoPE on [B, H, N, Dh]
 
   SegmentAttentionConfig config_;

@@ -6,7 +6,10 @@
 //   * one token at a time (incremental decoding) gives the logits of a full forward;
 //   * the spans move in a short run: they grow on data that rewards looking back, and the span
 //     loss with the clamp pushes them to 0 on data that does not (spec pitfall #12);
-//   * the distance-space reshapes (unskew / skew) against the spec's index facts.
+//   * the distance-space reshapes (unskew / skew) against the spec's index facts;
+//   * the fused path (each query visits only its W slots) equals the reference path's dense
+//     M x (W + M) product, logits and every gradient (span parameters included), for every
+//     positional scheme, with a cache shorter than the window (zero slots) and longer than it.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -212,6 +215,84 @@ BOOST_DATA_TEST_CASE(incremental_logits_equal_a_full_forward, bdata::make({"key_
   std::vector<Tensor> parts{model.forward(tokens.narrow(1, 0, 5).contiguous(), step_cache, gen).value()};
   for (int64_t t = 5; t < 45; ++t) parts.push_back(model.forward(tokens.narrow(1, t, 1).contiguous(), step_cache, gen).value());
   expect_close(std::string("incremental ") + position, cat(parts, 1), full, 1e-12, 1e-10);
+}
+
+// The fused path (SegmentAttentionConfig::fused) against the reference path: the same model and
+// the same segments, logits and every gradient (span parameters, key_pe, u, v, W_kR included) in
+// float64. The first segment starts from an empty cache (the window reaches zero slots), the
+// second from a cache longer than the trimmed window.
+BOOST_DATA_TEST_CASE(fused_path_equals_the_reference,
+                     bdata::make({"key_pe", "transformer_xl", "rope", "alibi", "none"}) * bdata::make({false, true}) *
+                         bdata::make({false, true}),
+                     position, attend_self, pre_norm) {
+  if (attend_self && std::string(position) == "key_pe") return;  // key_pe starts at distance 1
+  CharTransformerConfig fused = small_config(position, pre_norm, 64), reference = fused;
+  fused.attention.attend_self = reference.attention.attend_self = attend_self;
+  reference.attention.fused = false;
+  Generator g1(5), g2(5);
+  CharTransformer a(fused, g1), b(reference, g2);
+  a.to(kFloat64);
+  b.to(kFloat64);
+  set_spans(a, {{0.1, 0.3}, {0.0, 0.05}});
+  set_spans(b, {{0.1, 0.3}, {0.0, 0.05}});
+  BOOST_TEST(a.layer(0).attention().window() == 32);
+  const Tensor tokens = random_tokens(2, 61, fused.vocab, 8);
+  LayerCache ca, cb;
+  for (int64_t seg = 0; seg < 2; ++seg) {
+    const int64_t M = seg == 0 ? 20 : 40, start = seg == 0 ? 0 : 20;
+    const Tensor x = tokens.narrow(1, start, M).contiguous(), y = tokens.narrow(1, start + 1, M).contiguous();
+    a.zero_grad();
+    b.zero_grad();
+    Variable logits_a = a.forward(x, ca, g1), logits_b = b.forward(x, cb, g2);
+    const std::string what = fmt::format("{} self {} pre_norm {} segment {}", position, attend_self, pre_norm, seg);
+    expect_close(what + " logits", logits_a.value(), logits_b.value(), 1e-12, 1e-11);
+    lm_loss(a, logits_a, y).backward();
+    lm_loss(b, logits_b, y).backward();
+    const auto pa = a.named_parameters(), pb = b.named_parameters();
+    BOOST_REQUIRE_EQUAL(pa.size(), pb.size());
+    for (size_t i = 0; i < pa.size(); ++i) {
+      BOOST_REQUIRE(pa[i].second.grad().defined());
+      expect_close(what + " grad." + pa[i].first, pa[i].second.grad(), pb[i].second.grad(), 1e-11, 1e-10);
+    }
+  }
+  // The span parameters' gradients are not trivially zero (the mask's ramp is inside the window).
+  const Tensor dc = a.layer(0).attention().span()->c().grad();
+  BOOST_TEST(std::abs(dc.to_vector<double>()[0]) + std::abs(dc.to_vector<double>()[1]) > 0.0);
+}
+
+// Decoding with the K/V cache (forward_incremental: a prompt of 5 tokens, then one token per
+// call) gives the logits of one full forward, with adaptive span and a text longer than every
+// window (the cache is trimmed to W_l - s keys per layer, so a token's cost does not grow): float64
+// to 1e-10, float32 to 2e-5 (the float32 path sums in another order).
+BOOST_DATA_TEST_CASE(kv_cached_decoding_equals_a_full_forward,
+                     bdata::make({"key_pe", "rope", "alibi", "transformer_xl", "none"}) * bdata::make({false, true}) *
+                         bdata::make({false, true}),
+                     position, attend_self, single) {
+  if (attend_self && std::string(position) == "key_pe") return;
+  CharTransformerConfig c = small_config(position, attend_self, 32);  // pre-LN with attend_self, for variety
+  c.attention.attend_self = attend_self;
+  Generator gen(23);
+  CharTransformer model(c, gen);
+  model.to(single ? kFloat32 : kFloat64);
+  model.eval();
+  set_spans(model, {{0.3, 0.1}, {0.5, 0.0}});
+  const int64_t T = 60;
+  const Tensor tokens = random_tokens(2, T, c.vocab, 3);
+  LayerCache full_cache;
+  const Tensor full = model.forward(tokens, full_cache, gen).value();  // [2, T, V]
+  DecodeCache decode;
+  std::vector<Tensor> parts{model.forward_incremental(tokens.narrow(1, 0, 5).contiguous(), decode, gen).value()};
+  for (int64_t t = 5; t < T; ++t) {
+    parts.push_back(model.forward_incremental(tokens.narrow(1, t, 1).contiguous(), decode, gen).value());
+    for (int64_t l = 0; l < model.num_layers(); ++l) {
+      const int64_t window = model.layer(l).attention().window() - (attend_self ? 1 : 0);
+      BOOST_REQUIRE(window < T / 2);
+      BOOST_REQUIRE_EQUAL(decode.layers[static_cast<size_t>(l)].keys.size(2), window);  // zero rows first
+    }
+  }
+  const std::string what = fmt::format("kv decoding {} self {} float{}", position, attend_self, single ? 32 : 64);
+  if (single) expect_close(what, cat(parts, 1), full, 2e-5, 2e-5);
+  else expect_close(what, cat(parts, 1), full, 1e-12, 1e-10);
 }
 
 // Pitfall #12: the spans must move. Data with period 5 rewards the key at distance 5 (on the

@@ -3,7 +3,9 @@
 // sequences and 2-D grids, with padded batches, causal masks and sizes that fill no block; in
 // float64 (tight) and float32 (tolerance 2e-4 on values of order 1). Also a gradcheck through
 // the fused op with every table, Auto's choice, the lazily computed probabilities, and the
-// refusals (a hook without a table description, two probability masks).
+// refusals (a hook without a table description, two probability masks); q holding only the last
+// Nq of the N tokens (a segment over [cache; segment]) against the last rows of the full call,
+// and gradcheck there.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -13,6 +15,7 @@
 #include "autograd/gradcheck.h"
 #include "posgrad.h"
 #include "tests/attention_paths.h"
+#include "tests/golden_compare.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
@@ -179,6 +182,51 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
     const GradcheckResult r = gradcheck(fn, inputs);
     BOOST_TEST(r.ok, "fused gradcheck " << structure.size() << "-D: " << r.message);
   }
+}
+
+// q with only the last Nq tokens: the same outputs as the last Nq rows of the call with every
+// query, dq the same rows, dk, dv and every table gradient the ones that the last rows' loss
+// gives; and gradcheck through it.
+BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
+  Generator gen(13);
+  const int64_t B = 2, H = 2, N = 9, Nq = 4, Dh = 3, R = 2 * N - 1;
+  FusedAttentionSpec spec;
+  spec.positions = Positions::sequence(N);
+  spec.scale = 0.6;
+  spec.box = OffsetBox{{-5}, {-1}};  // the 5 keys before each query
+  std::vector<Tensor> inputs = {normal({B, H, N, Dh}, 0, 1, gen, kFloat64), normal({B, H, N, Dh}, 0, 1, gen, kFloat64),
+                                normal({B, H, N, Dh}, 0, 1, gen, kFloat64), normal({H, Dh}, 0, 1, gen, kFloat64),
+                                normal({H, R, Dh}, 0, 0.5, gen, kFloat64), normal({H, R}, 0, 1, gen, kFloat64),
+                                uniform({H, R}, 0.1, 1.0, gen, kFloat64)};
+  auto call = [&](const std::vector<Variable>& v, const Variable& q) {
+    FusedTerms terms;
+    terms.key_bias = v[3];
+    terms.query_table = v[4];
+    terms.bias = v[5];
+    terms.prob_mask = v[6];
+    return posgrad::fused_attention(q, v[1], v[2], terms, spec);
+  };
+  const Tensor weights = normal({B, H, Nq, Dh}, 0, 1, gen, kFloat64);
+  std::vector<Variable> full_vars, last_vars;
+  for (const Tensor& t : inputs) {
+    full_vars.emplace_back(t.clone(), true);
+    last_vars.emplace_back(t.clone(), true);
+  }
+  const Variable full = narrow(call(full_vars, full_vars[0]), 2, N - Nq, Nq);
+  const Variable last = call(last_vars, narrow(last_vars[0], 2, N - Nq, Nq));
+  BOOST_REQUIRE(last.value().shape() == (Shape{B, H, Nq, Dh}));
+  posgrad::test::expect_close("outputs", last.value(), full.value(), 1e-14, 1e-12);
+  sum(full * Variable(weights), {}).backward();
+  sum(last * Variable(weights), {}).backward();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    posgrad::test::expect_close(fmt::format("grad {}", i), last_vars[i].grad(), full_vars[i].grad(), 1e-13, 1e-11);
+  inputs[0] = inputs[0].narrow(2, N - Nq, Nq).contiguous();
+  const GradcheckResult r = gradcheck([&](const std::vector<Variable>& v) { return call(v, v[0]); }, inputs);
+  BOOST_TEST(r.ok, "fused gradcheck with the last queries: " << r.message);
+  // More queries than keys is an error naming the shapes.
+  BOOST_CHECK_THROW(posgrad::fused_attention(Variable(normal({B, H, N + 1, Dh}, 0, 1, gen, kFloat64)),
+                                             Variable(inputs[1]), Variable(inputs[2]), FusedTerms{}, spec),
+                    Error);
 }
 
 BOOST_AUTO_TEST_CASE(fused_path_refuses_what_it_cannot_describe) {

@@ -63,7 +63,7 @@ declare -A QUICK_ARGS=(
   [soak_train]="--steps 300 --warmup 100 --sample-every 100"
   [bench_attention_paths]="--cases 1d64,2d8 --reps 1 --warmup 0 --no-torch"
   [charlm]="-Dtrain.steps=4 -Dtrain.warmup=1 -Dtrain.log_every=2 -Dtrain.eval_every=4 -Dtrain.eval_blocks=2 -Dmodel.layers=1 -Dmodel.width=32 -Dmodel.heads=2 -Dmodel.ff_width=64"
-  [bench_charlm_step]="--batch 2 --segment 16 --max-span 64 --layers 1 --width 32 --heads 2 --ff 64 --reps 1 --warmup 0 --generate 5 --no-torch"
+  [bench_charlm_step]="--batch 2 --segment 16 --max-span 64 --layers 1 --width 32 --heads 2 --ff 64 --reps 1 --warmup 0 --generate 5 --context 32 --no-torch"
 )
 
 work=$(mktemp -d)
