@@ -220,7 +220,7 @@ Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const
   const auto& c = config_;
   if (h.dim() != 3 || h.size(2) != c.width)
     fail("SegmentAttention: input must be [B, M, {}], got {}", c.width, h.value().describe());
-  const int64_t B = h.size(0), M = h.size(1);
+  const int64_t B = h.size(0);  // M = h.size(1) tokens in the segment
   if (cache.defined() && (cache.dim() != 3 || cache.size(0) != B || cache.size(2) != c.width))
     fail("SegmentAttention: cache must be [{}, C, {}], got {}", B, c.width, cache.describe());
   const int64_t W = window(), s = c.attend_self ? 1 : 0, keep = W - s;
