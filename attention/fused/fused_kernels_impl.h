@@ -218,6 +218,86 @@ void segment_logits(const Head<T>& hd, const Problem& P, const T* qi, const T* q
   }
 }
 
+// Where a head's gradient rows for one query go (the calling thread's own buffers; a "sink"
+// stands in for a gradient nobody asked for, so the fused loop below has no branches).
+template <typename T>
+struct HeadGrads {
+  T* dkt;      // [Dh, N]
+  T* dvt;      // [Dh, N]
+  T* table_t;  // [Dh, R] (or the sink)
+  T* bias;     // [R] (or the sink)
+  T* mod;      // [R] (or the sink)
+  T* modpos;   // [R] (or the sink)
+  T* mask;     // [R] (or the sink)
+};
+
+// The fast path of the backward for a head width DH known at compile time with a query table
+// (the thesis's SIREN heads, Dh = 8): everything the reference loops of backward() do for one
+// segment, in ONE pass over its keys, the per-key intermediates (e, dOv, ds, d content,
+// d positional) kept in registers instead of stored to and reloaded from row buffers, and the
+// dq sums as DH-wide simd reductions. Same arithmetic, same order per key; backward() keeps the
+// general loops (any Dh, no table) as the reference a reader can follow, and the tests check both
+// against the dense reference path. s, c, p: the segment's logits from segment_logits.
+// Accumulates into dq_table (sum dp T) and dq_content (sum dc k).
+template <typename T, int DH>
+void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* ka, const T* doi, T D,
+                            T row_lse, T eps, const Segment& g, const T* __restrict s, const T* __restrict c,
+                            const T* __restrict p, const HeadGrads<T>& hg, T* dq_table, T* dq_content) {
+  const int64_t N = P.N, R = P.R, len = g.len;
+  T wq[DH], wk[DH], wo[DH];
+  const T* kr[DH];
+  const T* vr[DH];
+  const T* tr[DH];
+  T* dkr[DH];
+  T* dvr[DH];
+  T* gtr[DH];
+  for (int d = 0; d < DH; ++d) {
+    wq[d] = qi[d];
+    wk[d] = ka[d];
+    wo[d] = doi[d];
+    kr[d] = hd.kt + d * N + g.j0;
+    vr[d] = hd.vt + d * N + g.j0;
+    tr[d] = hd.table_t + d * R + g.r0;
+    dkr[d] = hg.dkt + d * N + g.j0;
+    dvr[d] = hg.dvt + d * N + g.j0;
+    gtr[d] = hg.table_t + d * R + g.r0;
+  }
+  const T* __restrict mk = hd.mask + g.r0;
+  const T* __restrict mod = hd.mod + g.r0;
+  const T* __restrict mp = hd.modpos + g.r0;
+  T* __restrict gmask = hg.mask + g.r0;
+  T* __restrict gmod = hg.mod + g.r0;
+  T* __restrict gmodpos = hg.modpos + g.r0;
+  T* __restrict gbias = hg.bias + g.r0;
+  T aq[DH] = {}, ak[DH] = {};
+#pragma omp simd reduction(+ : aq[:DH], ak[:DH])
+  for (int64_t t = 0; t < len; ++t) {
+    const T e = exp_row(s[t] - row_lse);
+    T dov = 0;
+    for (int d = 0; d < DH; ++d) dov += wo[d] * vr[d][t];
+    const T m = mk[t];
+    gmask[t] += e * (dov - D);
+    const T em = e * m;
+    for (int d = 0; d < DH; ++d) dvr[d][t] += em * wo[d];
+    const T ds = e * (m * (dov - D) - eps * D);
+    gmod[t] += ds * (c[t] + mp[t] * p[t]);
+    const T dc = ds * mod[t];
+    gmodpos[t] += dc * p[t];
+    const T dp = dc * mp[t];
+    gbias[t] += dp;
+    for (int d = 0; d < DH; ++d) {
+      aq[d] += dp * tr[d][t];
+      gtr[d][t] += dp * wq[d];
+      ak[d] += dc * kr[d][t];
+      dkr[d][t] += dc * wk[d];
+    }
+  }
+  for (int d = 0; d < DH; ++d) {
+    dq_table[d] += aq[d];
+    dq_content[d] += ak[d];
+  }
+}
+
 template <typename T>
 struct Scratch {
   std::vector<T> s, c, p, e, qs, acc;
@@ -368,6 +448,9 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     T* my_mod = mine(g_mod, H * R);
     T* my_modpos = mine(g_modpos, H * R);
     T* my_mask = mine(g_mask, H * R);
+    // The fixed-width fast path writes unrequested gradients here (never read).
+    const bool fast = positional && tables.query_table_t && (Dh == 8 || Dh == 16);
+    std::vector<T> sink(fast ? static_cast<size_t>(Dh * R) : 0);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < BH; ++bh) {
       const int64_t h = bh % H;
@@ -396,6 +479,31 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
           dq_row[d] = T(0);
         }
         sc.collect(P.geometry, i);
+        if (fast) {
+          T* sk = sink.data();
+          const HeadGrads<T> hg{dkth,
+                                dvth,
+                                hb_table_t ? hb_table_t : sk,
+                                hb_bias ? hb_bias : sk,
+                                hb_mod ? hb_mod : sk,
+                                hb_modpos ? hb_modpos : sk,
+                                hb_mask ? hb_mask : sk};
+          T dq_table[16] = {}, dq_content[16] = {};
+          for (const Segment& g : sc.segs) {
+            segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data(), sc.c.data(), sc.p.data(), positional);
+            if (Dh == 8)
+              segment_backward_fixed<T, 8>(hd, P, qi, ka.data(), doi, D, row_lse, eps, g, sc.s.data(), sc.c.data(),
+                                           sc.p.data(), hg, dq_table, dq_content);
+            else
+              segment_backward_fixed<T, 16>(hd, P, qi, ka.data(), doi, D, row_lse, eps, g, sc.s.data(),
+                                            sc.c.data(), sc.p.data(), hg, dq_table, dq_content);
+          }
+          for (int64_t d = 0; d < Dh; ++d) {
+            dqi[d] = dq_table[d] + static_cast<T>(P.scale) * dq_content[d];
+            if (hb_key_bias) hb_key_bias[d] += dq_content[d];
+          }
+          continue;
+        }
         for (const Segment& g : sc.segs) {
           const int64_t len = g.len;
           T* __restrict s = sc.s.data();
