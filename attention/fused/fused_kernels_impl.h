@@ -298,6 +298,32 @@ void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, co
   }
 }
 
+// The forward's fast path for a head width DH known at compile time: one pass over a segment's
+// keys computes e = exp(s - m) (stored, for the dense probabilities on request), its sums with and
+// without the mask, and sum_j e M v_j in DH registers, where the reference loops of forward()
+// make one pass for e and one reduction per head dim.
+template <typename T, int DH>
+void segment_softmax_fixed(const Head<T>& hd, const Problem& P, const Segment& g, T m, const T* __restrict s,
+                           T* __restrict e, T& Z, T& W, T* acc) {
+  const int64_t N = P.N, len = g.len;
+  const T* vr[DH];
+  for (int d = 0; d < DH; ++d) vr[d] = hd.vt + d * N + g.j0;
+  const T* __restrict mk = hd.mask + g.r0;
+  T z = 0, w = 0, a[DH] = {};
+#pragma omp simd reduction(+ : z, w, a[:DH])
+  for (int64_t t = 0; t < len; ++t) {
+    const T ex = exp_row(s[t] - m);
+    z += ex;
+    const T em = ex * mk[t];
+    e[t] = em;
+    w += em;
+    for (int d = 0; d < DH; ++d) a[d] += em * vr[d][t];
+  }
+  Z += z;
+  W += w;
+  for (int d = 0; d < DH; ++d) acc[d] += a[d];
+}
+
 template <typename T>
 struct Scratch {
   std::vector<T> s, c, p, e, qs, acc;
@@ -365,6 +391,12 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         for (int64_t d = 0; d < Dh; ++d) sc.acc[d] = 0;
         off = 0;
         for (const Segment& g : sc.segs) {
+          if (Dh == 8 || Dh == 16) {
+            if (Dh == 8) segment_softmax_fixed<T, 8>(hd, P, g, m, sc.s.data() + off, sc.e.data() + off, Z, W, sc.acc.data());
+            else segment_softmax_fixed<T, 16>(hd, P, g, m, sc.s.data() + off, sc.e.data() + off, Z, W, sc.acc.data());
+            off += g.len;
+            continue;
+          }
           T* __restrict e = sc.e.data() + off;
           const T* __restrict s = sc.s.data() + off;
           const T* __restrict mk = hd.mask + g.r0;
