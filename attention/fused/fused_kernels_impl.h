@@ -237,14 +237,14 @@ struct HeadGrads {
 // d positional) kept in registers instead of stored to and reloaded from row buffers, and the
 // dq sums as DH-wide simd reductions. Same arithmetic, same order per key; backward() keeps the
 // general loops (any Dh, no table) as the reference a reader can follow, and the tests check both
-// against the dense reference path. s, c, p: the segment's logits from segment_logits.
-// Accumulates into dq_table (sum dp T) and dq_content (sum dc k).
+// against the dense reference path. The logits are recomputed in the same pass (no_padding: N
+// zeros, used when the batch has no padding). Accumulates into dq_table (sum dp T) and dq_content (sum dc k).
 template <typename T, int DH>
-void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* ka, const T* doi, T D,
-                            T row_lse, T eps, const Segment& g, const T* __restrict s, const T* __restrict c,
-                            const T* __restrict p, const HeadGrads<T>& hg, T* dq_table, T* dq_content) {
+void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const T* ka,
+                            const T* doi, T D, T row_lse, T eps, const Segment& g, const uint8_t* no_padding,
+                            const HeadGrads<T>& hg, T* dq_table, T* dq_content) {
   const int64_t N = P.N, R = P.R, len = g.len;
-  T wq[DH], wk[DH], wo[DH];
+  T wq[DH], wqs[DH], wk[DH], wo[DH];
   const T* kr[DH];
   const T* vr[DH];
   const T* tr[DH];
@@ -253,6 +253,7 @@ void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, co
   T* gtr[DH];
   for (int d = 0; d < DH; ++d) {
     wq[d] = qi[d];
+    wqs[d] = qs[d];
     wk[d] = ka[d];
     wo[d] = doi[d];
     kr[d] = hd.kt + d * N + g.j0;
@@ -269,10 +270,20 @@ void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, co
   T* __restrict gmod = hg.mod + g.r0;
   T* __restrict gmodpos = hg.modpos + g.r0;
   T* __restrict gbias = hg.bias + g.r0;
+  const T* __restrict akey = hd.akey + g.j0;
+  const T* __restrict br = hd.bias ? hd.bias + g.r0 : nullptr;
+  const uint8_t* __restrict pad = (hd.padded ? hd.padded : no_padding) + g.j0;
   T aq[DH] = {}, ak[DH] = {};
 #pragma omp simd reduction(+ : aq[:DH], ak[:DH])
   for (int64_t t = 0; t < len; ++t) {
-    const T e = exp_row(s[t] - row_lse);
+    // The logits, recomputed as segment_logits_fixed does.
+    T ct = akey[t], pt = br ? br[t] : T(0);
+    for (int d = 0; d < DH; ++d) {
+      ct += wqs[d] * kr[d][t];
+      pt += wq[d] * tr[d][t];
+    }
+    const T st = mod[t] * (ct + mp[t] * pt);
+    const T e = pad[t] ? T(0) : exp_row(st - row_lse);
     T dov = 0;
     for (int d = 0; d < DH; ++d) dov += wo[d] * vr[d][t];
     const T m = mk[t];
@@ -280,9 +291,9 @@ void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, co
     const T em = e * m;
     for (int d = 0; d < DH; ++d) dvr[d][t] += em * wo[d];
     const T ds = e * (m * (dov - D) - eps * D);
-    gmod[t] += ds * (c[t] + mp[t] * p[t]);
+    gmod[t] += ds * (ct + mp[t] * pt);
     const T dc = ds * mod[t];
-    gmodpos[t] += dc * p[t];
+    gmodpos[t] += dc * pt;
     const T dp = dc * mp[t];
     gbias[t] += dp;
     for (int d = 0; d < DH; ++d) {
@@ -483,6 +494,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     // The fixed-width fast path writes unrequested gradients here (never read).
     const bool fast = positional && tables.query_table_t && (Dh == 8 || Dh == 16);
     std::vector<T> sink(fast ? static_cast<size_t>(Dh * R) : 0);
+    std::vector<uint8_t> no_padding(fast ? static_cast<size_t>(N) : 0, 0);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < BH; ++bh) {
       const int64_t h = bh % H;
@@ -522,13 +534,12 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
                                 hb_mask ? hb_mask : sk};
           T dq_table[16] = {}, dq_content[16] = {};
           for (const Segment& g : sc.segs) {
-            segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data(), sc.c.data(), sc.p.data(), positional);
             if (Dh == 8)
-              segment_backward_fixed<T, 8>(hd, P, qi, ka.data(), doi, D, row_lse, eps, g, sc.s.data(), sc.c.data(),
-                                           sc.p.data(), hg, dq_table, dq_content);
+              segment_backward_fixed<T, 8>(hd, P, qi, sc.qs.data(), ka.data(), doi, D, row_lse, eps, g,
+                                           no_padding.data(), hg, dq_table, dq_content);
             else
-              segment_backward_fixed<T, 16>(hd, P, qi, ka.data(), doi, D, row_lse, eps, g, sc.s.data(),
-                                            sc.c.data(), sc.p.data(), hg, dq_table, dq_content);
+              segment_backward_fixed<T, 16>(hd, P, qi, sc.qs.data(), ka.data(), doi, D, row_lse, eps, g,
+                                            no_padding.data(), hg, dq_table, dq_content);
           }
           for (int64_t d = 0; d < Dh; ++d) {
             dqi[d] = dq_table[d] + static_cast<T>(P.scale) * dq_content[d];
