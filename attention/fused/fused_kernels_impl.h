@@ -238,30 +238,27 @@ struct HeadGrads {
 // dq sums as DH-wide simd reductions. Same arithmetic, same order per key; backward() keeps the
 // general loops (any Dh, no table) as the reference a reader can follow, and the tests check both
 // against the dense reference path. The logits are recomputed in the same pass (no_padding: N
-// zeros, used when the batch has no padding). Accumulates into dq_table (sum dp T) and dq_content (sum dc k).
+// zeros, used when the batch has no padding; zeros: R zeros, when there is no bias). Accumulates into dq_table (sum dp T) and dq_content (sum dc k).
 template <typename T, int DH>
 void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const T* ka,
                             const T* doi, T D, T row_lse, T eps, const Segment& g, const uint8_t* no_padding,
-                            const HeadGrads<T>& hg, T* dq_table, T* dq_content) {
+                            const T* zeros, T* __restrict dc_row, T* __restrict dp_row, const HeadGrads<T>& hg,
+                            T* dq_table, T* dq_content) {
   const int64_t N = P.N, R = P.R, len = g.len;
   T wq[DH], wqs[DH], wk[DH], wo[DH];
-  const T* kr[DH];
-  const T* vr[DH];
-  const T* tr[DH];
-  T* dkr[DH];
-  T* dvr[DH];
-  T* gtr[DH];
+  // Row d of k, v, dk, dv at d * N, of the table and its gradient at d * R (base pointers and
+  // strides, not arrays of row pointers: GCC does not vectorise the key loop with those).
+  const T* __restrict kr = hd.kt + g.j0;
+  const T* __restrict vr = hd.vt + g.j0;
+  const T* __restrict tr = hd.table_t + g.r0;
+  T* __restrict dkr = hg.dkt + g.j0;
+  T* __restrict dvr = hg.dvt + g.j0;
+  T* __restrict gtr = hg.table_t + g.r0;
   for (int d = 0; d < DH; ++d) {
     wq[d] = qi[d];
     wqs[d] = qs[d];
     wk[d] = ka[d];
     wo[d] = doi[d];
-    kr[d] = hd.kt + d * N + g.j0;
-    vr[d] = hd.vt + d * N + g.j0;
-    tr[d] = hd.table_t + d * R + g.r0;
-    dkr[d] = hg.dkt + d * N + g.j0;
-    dvr[d] = hg.dvt + d * N + g.j0;
-    gtr[d] = hg.table_t + d * R + g.r0;
   }
   const T* __restrict mk = hd.mask + g.r0;
   const T* __restrict mod = hd.mod + g.r0;
@@ -271,41 +268,52 @@ void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, co
   T* __restrict gmodpos = hg.modpos + g.r0;
   T* __restrict gbias = hg.bias + g.r0;
   const T* __restrict akey = hd.akey + g.j0;
-  const T* __restrict br = hd.bias ? hd.bias + g.r0 : nullptr;
+  const T* __restrict br = (hd.bias ? hd.bias : zeros) + g.r0;  // no branch in the loop: it would not vectorise
   const uint8_t* __restrict pad = (hd.padded ? hd.padded : no_padding) + g.j0;
-  T aq[DH] = {}, ak[DH] = {};
-#pragma omp simd reduction(+ : aq[:DH], ak[:DH])
+#pragma omp simd
   for (int64_t t = 0; t < len; ++t) {
     // The logits, recomputed as segment_logits_fixed does.
-    T ct = akey[t], pt = br ? br[t] : T(0);
+    T ct = akey[t], pt = br[t];
+#pragma GCC unroll 16
     for (int d = 0; d < DH; ++d) {
-      ct += wqs[d] * kr[d][t];
-      pt += wq[d] * tr[d][t];
+      ct += wqs[d] * kr[d * N + t];
+      pt += wq[d] * tr[d * R + t];
     }
     const T st = mod[t] * (ct + mp[t] * pt);
     const T e = pad[t] ? T(0) : exp_row(st - row_lse);
     T dov = 0;
-    for (int d = 0; d < DH; ++d) dov += wo[d] * vr[d][t];
+#pragma GCC unroll 16
+    for (int d = 0; d < DH; ++d) dov += wo[d] * vr[d * N + t];
     const T m = mk[t];
     gmask[t] += e * (dov - D);
     const T em = e * m;
-    for (int d = 0; d < DH; ++d) dvr[d][t] += em * wo[d];
+#pragma GCC unroll 16
+    for (int d = 0; d < DH; ++d) dvr[d * N + t] += em * wo[d];
     const T ds = e * (m * (dov - D) - eps * D);
     gmod[t] += ds * (ct + mp[t] * pt);
     const T dc = ds * mod[t];
     gmodpos[t] += dc * pt;
     const T dp = dc * mp[t];
     gbias[t] += dp;
+#pragma GCC unroll 16
     for (int d = 0; d < DH; ++d) {
-      aq[d] += dp * tr[d][t];
-      gtr[d][t] += dp * wq[d];
-      ak[d] += dc * kr[d][t];
-      dkr[d][t] += dc * wk[d];
+      gtr[d * R + t] += dp * wq[d];
+      dkr[d * N + t] += dc * wk[d];
     }
+    dc_row[t] = dc;
+    dp_row[t] = dp;
   }
+  // dq's sums (simd reductions over the keys; with DH-wide array reductions in the loop above
+  // GCC 12 does not vectorise it).
   for (int d = 0; d < DH; ++d) {
-    dq_table[d] += aq[d];
-    dq_content[d] += ak[d];
+    T aq = 0, ak = 0;
+#pragma omp simd reduction(+ : aq, ak)
+    for (int64_t t = 0; t < len; ++t) {
+      aq += dp_row[t] * tr[d * R + t];
+      ak += dc_row[t] * kr[d * N + t];
+    }
+    dq_table[d] += aq;
+    dq_content[d] += ak;
   }
 }
 
@@ -495,6 +503,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     const bool fast = positional && tables.query_table_t && (Dh == 8 || Dh == 16);
     std::vector<T> sink(fast ? static_cast<size_t>(Dh * R) : 0);
     std::vector<uint8_t> no_padding(fast ? static_cast<size_t>(N) : 0, 0);
+    std::vector<T> zeros(fast ? static_cast<size_t>(R) : 0, T(0));
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < BH; ++bh) {
       const int64_t h = bh % H;
@@ -536,10 +545,10 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
           for (const Segment& g : sc.segs) {
             if (Dh == 8)
               segment_backward_fixed<T, 8>(hd, P, qi, sc.qs.data(), ka.data(), doi, D, row_lse, eps, g,
-                                           no_padding.data(), hg, dq_table, dq_content);
+                                           no_padding.data(), zeros.data(), sc.c.data(), sc.p.data(), hg, dq_table, dq_content);
             else
               segment_backward_fixed<T, 16>(hd, P, qi, sc.qs.data(), ka.data(), doi, D, row_lse, eps, g,
-                                            no_padding.data(), hg, dq_table, dq_content);
+                                            no_padding.data(), zeros.data(), sc.c.data(), sc.p.data(), hg, dq_table, dq_content);
           }
           for (int64_t d = 0; d < Dh; ++d) {
             dqi[d] = dq_table[d] + static_cast<T>(P.scale) * dq_content[d];
