@@ -218,131 +218,6 @@ void segment_logits(const Head<T>& hd, const Problem& P, const T* qi, const T* q
   }
 }
 
-// Where a head's gradient rows for one query go (the calling thread's own buffers; a "sink"
-// stands in for a gradient nobody asked for, so the fused loop below has no branches).
-template <typename T>
-struct HeadGrads {
-  T* dkt;      // [Dh, N]
-  T* dvt;      // [Dh, N]
-  T* table_t;  // [Dh, R] (or the sink)
-  T* bias;     // [R] (or the sink)
-  T* mod;      // [R] (or the sink)
-  T* modpos;   // [R] (or the sink)
-  T* mask;     // [R] (or the sink)
-};
-
-// The fast path of the backward for a head width DH known at compile time with a query table
-// (the thesis's SIREN heads, Dh = 8): everything the reference loops of backward() do for one
-// segment, in ONE pass over its keys, the per-key intermediates (e, dOv, ds, d content,
-// d positional) kept in registers instead of stored to and reloaded from row buffers, and the
-// dq sums as DH-wide simd reductions. Same arithmetic, same order per key; backward() keeps the
-// general loops (any Dh, no table) as the reference a reader can follow, and the tests check both
-// against the dense reference path. The logits are recomputed in the same pass (no_padding: N
-// zeros, used when the batch has no padding; zeros: R zeros, when there is no bias). Accumulates into dq_table (sum dp T) and dq_content (sum dc k).
-template <typename T, int DH>
-void segment_backward_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const T* ka,
-                            const T* doi, T D, T row_lse, T eps, const Segment& g, const uint8_t* no_padding,
-                            const T* zeros, T* __restrict dc_row, T* __restrict dp_row, const HeadGrads<T>& hg,
-                            T* dq_table, T* dq_content) {
-  const int64_t N = P.N, R = P.R, len = g.len;
-  T wq[DH], wqs[DH], wk[DH], wo[DH];
-  // Row d of k, v, dk, dv at d * N, of the table and its gradient at d * R (base pointers and
-  // strides, not arrays of row pointers: GCC does not vectorise the key loop with those).
-  const T* __restrict kr = hd.kt + g.j0;
-  const T* __restrict vr = hd.vt + g.j0;
-  const T* __restrict tr = hd.table_t + g.r0;
-  T* __restrict dkr = hg.dkt + g.j0;
-  T* __restrict dvr = hg.dvt + g.j0;
-  T* __restrict gtr = hg.table_t + g.r0;
-  for (int d = 0; d < DH; ++d) {
-    wq[d] = qi[d];
-    wqs[d] = qs[d];
-    wk[d] = ka[d];
-    wo[d] = doi[d];
-  }
-  const T* __restrict mk = hd.mask + g.r0;
-  const T* __restrict mod = hd.mod + g.r0;
-  const T* __restrict mp = hd.modpos + g.r0;
-  T* __restrict gmask = hg.mask + g.r0;
-  T* __restrict gmod = hg.mod + g.r0;
-  T* __restrict gmodpos = hg.modpos + g.r0;
-  T* __restrict gbias = hg.bias + g.r0;
-  const T* __restrict akey = hd.akey + g.j0;
-  const T* __restrict br = (hd.bias ? hd.bias : zeros) + g.r0;  // no branch in the loop: it would not vectorise
-  const uint8_t* __restrict pad = (hd.padded ? hd.padded : no_padding) + g.j0;
-#pragma omp simd
-  for (int64_t t = 0; t < len; ++t) {
-    // The logits, recomputed as segment_logits_fixed does.
-    T ct = akey[t], pt = br[t];
-#pragma GCC unroll 16
-    for (int d = 0; d < DH; ++d) {
-      ct += wqs[d] * kr[d * N + t];
-      pt += wq[d] * tr[d * R + t];
-    }
-    const T st = mod[t] * (ct + mp[t] * pt);
-    const T e = pad[t] ? T(0) : exp_row(st - row_lse);
-    T dov = 0;
-#pragma GCC unroll 16
-    for (int d = 0; d < DH; ++d) dov += wo[d] * vr[d * N + t];
-    const T m = mk[t];
-    gmask[t] += e * (dov - D);
-    const T em = e * m;
-#pragma GCC unroll 16
-    for (int d = 0; d < DH; ++d) dvr[d * N + t] += em * wo[d];
-    const T ds = e * (m * (dov - D) - eps * D);
-    gmod[t] += ds * (ct + mp[t] * pt);
-    const T dc = ds * mod[t];
-    gmodpos[t] += dc * pt;
-    const T dp = dc * mp[t];
-    gbias[t] += dp;
-#pragma GCC unroll 16
-    for (int d = 0; d < DH; ++d) {
-      gtr[d * R + t] += dp * wq[d];
-      dkr[d * N + t] += dc * wk[d];
-    }
-    dc_row[t] = dc;
-    dp_row[t] = dp;
-  }
-  // dq's sums (simd reductions over the keys; with DH-wide array reductions in the loop above
-  // GCC 12 does not vectorise it).
-  for (int d = 0; d < DH; ++d) {
-    T aq = 0, ak = 0;
-#pragma omp simd reduction(+ : aq, ak)
-    for (int64_t t = 0; t < len; ++t) {
-      aq += dp_row[t] * tr[d * R + t];
-      ak += dc_row[t] * kr[d * N + t];
-    }
-    dq_table[d] += aq;
-    dq_content[d] += ak;
-  }
-}
-
-// The forward's fast path for a head width DH known at compile time: one pass over a segment's
-// keys computes e = exp(s - m) (stored, for the dense probabilities on request), its sums with and
-// without the mask, and sum_j e M v_j in DH registers, where the reference loops of forward()
-// make one pass for e and one reduction per head dim.
-template <typename T, int DH>
-void segment_softmax_fixed(const Head<T>& hd, const Problem& P, const Segment& g, T m, const T* __restrict s,
-                           T* __restrict e, T& Z, T& W, T* acc) {
-  const int64_t N = P.N, len = g.len;
-  const T* vr[DH];
-  for (int d = 0; d < DH; ++d) vr[d] = hd.vt + d * N + g.j0;
-  const T* __restrict mk = hd.mask + g.r0;
-  T z = 0, w = 0, a[DH] = {};
-#pragma omp simd reduction(+ : z, w, a[:DH])
-  for (int64_t t = 0; t < len; ++t) {
-    const T ex = exp_row(s[t] - m);
-    z += ex;
-    const T em = ex * mk[t];
-    e[t] = em;
-    w += em;
-    for (int d = 0; d < DH; ++d) a[d] += em * vr[d][t];
-  }
-  Z += z;
-  W += w;
-  for (int d = 0; d < DH; ++d) acc[d] += a[d];
-}
-
 template <typename T>
 struct Scratch {
   std::vector<T> s, c, p, e, qs, acc;
@@ -410,12 +285,6 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         for (int64_t d = 0; d < Dh; ++d) sc.acc[d] = 0;
         off = 0;
         for (const Segment& g : sc.segs) {
-          if (Dh == 8 || Dh == 16) {
-            if (Dh == 8) segment_softmax_fixed<T, 8>(hd, P, g, m, sc.s.data() + off, sc.e.data() + off, Z, W, sc.acc.data());
-            else segment_softmax_fixed<T, 16>(hd, P, g, m, sc.s.data() + off, sc.e.data() + off, Z, W, sc.acc.data());
-            off += g.len;
-            continue;
-          }
           T* __restrict e = sc.e.data() + off;
           const T* __restrict s = sc.s.data() + off;
           const T* __restrict mk = hd.mask + g.r0;
@@ -499,11 +368,6 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     T* my_mod = mine(g_mod, H * R);
     T* my_modpos = mine(g_modpos, H * R);
     T* my_mask = mine(g_mask, H * R);
-    // The fixed-width fast path writes unrequested gradients here (never read).
-    const bool fast = positional && tables.query_table_t && (Dh == 8 || Dh == 16);
-    std::vector<T> sink(fast ? static_cast<size_t>(Dh * R) : 0);
-    std::vector<uint8_t> no_padding(fast ? static_cast<size_t>(N) : 0, 0);
-    std::vector<T> zeros(fast ? static_cast<size_t>(R) : 0, T(0));
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < BH; ++bh) {
       const int64_t h = bh % H;
@@ -532,30 +396,6 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
           dq_row[d] = T(0);
         }
         sc.collect(P.geometry, i);
-        if (fast) {
-          T* sk = sink.data();
-          const HeadGrads<T> hg{dkth,
-                                dvth,
-                                hb_table_t ? hb_table_t : sk,
-                                hb_bias ? hb_bias : sk,
-                                hb_mod ? hb_mod : sk,
-                                hb_modpos ? hb_modpos : sk,
-                                hb_mask ? hb_mask : sk};
-          T dq_table[16] = {}, dq_content[16] = {};
-          for (const Segment& g : sc.segs) {
-            if (Dh == 8)
-              segment_backward_fixed<T, 8>(hd, P, qi, sc.qs.data(), ka.data(), doi, D, row_lse, eps, g,
-                                           no_padding.data(), zeros.data(), sc.c.data(), sc.p.data(), hg, dq_table, dq_content);
-            else
-              segment_backward_fixed<T, 16>(hd, P, qi, sc.qs.data(), ka.data(), doi, D, row_lse, eps, g,
-                                            no_padding.data(), zeros.data(), sc.c.data(), sc.p.data(), hg, dq_table, dq_content);
-          }
-          for (int64_t d = 0; d < Dh; ++d) {
-            dqi[d] = dq_table[d] + static_cast<T>(P.scale) * dq_content[d];
-            if (hb_key_bias) hb_key_bias[d] += dq_content[d];
-          }
-          continue;
-        }
         for (const Segment& g : sc.segs) {
           const int64_t len = g.len;
           T* __restrict s = sc.s.data();

@@ -94,8 +94,8 @@ std::unique_ptr<MultiHeadAttention> make_layer(const FusedCase& c, int64_t D, in
 
 BOOST_AUTO_TEST_SUITE(fused_path)
 
-// Head width 4 takes the kernels' general loops, head width 8 (the thesis's) their fixed-width
-// fast path (segment_logits_fixed, segment_backward_fixed) wherever there is a query table.
+// Head widths 4 and 8 (the thesis's: the forward's segment_logits_fixed wherever there is a
+// query table).
 BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
   const int64_t H = 2;
   for (const int64_t D : {8, 16})
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(fused_probabilities_match_reference) {
 }
 
 // Central differences through the op itself, with every table present, a key box and padding;
-// Dh = 3 takes the kernels' general loops, Dh = 8 their fixed-width fast path.
+// Dh = 3 and the thesis's Dh = 8 (the fixed-width logits loop).
 BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
   for (const int64_t Dh : {3, 8})
   for (const std::vector<int64_t>& structure : {std::vector<int64_t>{7}, std::vector<int64_t>{3, 4}}) {
