@@ -97,8 +97,11 @@ std::unique_ptr<MultiHeadAttention> make_layer(const FusedCase& c, int64_t D, in
 
 BOOST_AUTO_TEST_SUITE(fused_path)
 
+// Head widths 4 and 8 (the thesis's: the forward's segment_logits_fixed wherever there is a
+// query table).
 BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
-  const int64_t D = 8, H = 2;
+  const int64_t H = 2;
+  for (const int64_t D : {8, 16})
   for (const DType dtype : {kFloat64, kFloat32})
     for (const bool causal : {false, true})
       for (const bool padded : {false, true}) {
@@ -122,8 +125,8 @@ BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
         PathRun fused = run_path(*mha, AttentionPath::Fused, x, w, forward);
         BOOST_TEST(mha->last_forward_fused());
         const double tol = dtype == kFloat64 ? 1e-11 : 2e-4;
-        const std::string label = fmt::format("{} {}{}{}", c.label, dtype_name(dtype), causal ? " causal" : "",
-                                              padded ? " padded" : "");
+        const std::string label = fmt::format("{} Dh={} {}{}{}", c.label, D / H, dtype_name(dtype),
+                                              causal ? " causal" : "", padded ? " padded" : "");
         check_runs_agree(*mha, ref, fused, tol, label);
         // Auto picks the fused path for every hook here.
         run_path(*mha, AttentionPath::Auto, x, w, forward);
@@ -149,12 +152,14 @@ BOOST_AUTO_TEST_CASE(fused_probabilities_match_reference) {
   BOOST_TEST((mha->last_probs().shape() == Shape{2, 2, 9, 9}));
 }
 
-// Central differences through the op itself, with every table present, a key box and padding.
+// Central differences through the op itself, with every table present, a key box and padding;
+// Dh = 3 and the thesis's Dh = 8 (the fixed-width logits loop).
 BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
+  for (const int64_t Dh : {3, 8})
   for (const std::vector<int64_t>& structure : {std::vector<int64_t>{7}, std::vector<int64_t>{3, 4}}) {
     Generator gen(11);
     const Positions pos = positions_of(structure);
-    const int64_t B = 2, H = 2, N = pos.tokens(), Dh = 3, R = pos.relative_size();
+    const int64_t B = 2, H = 2, N = pos.tokens(), R = pos.relative_size();
     FusedAttentionSpec spec;
     spec.positions = pos;
     spec.scale = 0.6;
@@ -180,7 +185,7 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
       return posgrad::fused_attention(v[0], v[1], v[2], terms, spec);
     };
     const GradcheckResult r = gradcheck(fn, inputs);
-    BOOST_TEST(r.ok, "fused gradcheck " << structure.size() << "-D: " << r.message);
+    BOOST_TEST(r.ok, "fused gradcheck " << structure.size() << "-D Dh=" << Dh << ": " << r.message);
   }
 }
 
