@@ -6,17 +6,37 @@
 // system time of a step is mostly page faults on freshly mapped memory; and the caching host
 // allocator's counters (tensor/cpu/caching_allocator.h) over the timed steps.
 //
+// Also prints the share of the N^2 score entries the attention path computes (mean over layers).
+//
+// PyTorch twins (bench/posattn_torch.py, run on the same thread count; --twins none skips them):
+// `v1`, the thesis's own layout (P [H, Dh, N, N] materialised per query/key pair), and
+// `efficient` (q times the relative table, then an index gather; the box as a -inf mask). Both
+// compute all N^2 scores whatever the span. Each prints its time per step and peak RSS, and this
+// program the ratio posgrad / twin.
+//
+// --checkpoint RUN_OR_STEP_FOLDER loads the learned sigmas of a trained 2-D + span posattn run
+// (its `checkpoints/best`, or the given step folder) into the benchmarked model, so the step is
+// timed at the spans a trained model learned (where posgrad's window path pays); the twins get the
+// same sigmas. A checkpoint with fewer layers than the model is stretched over its layers (layer l
+// takes the checkpoint's layer l * Lc / L).
+//
 // Usage: bench_posattn_step [--batch 4] [--side 32] [--dims 1] [--span 1] [--reps 5] [--warmup 1]
 //                           [--path auto|reference|fast|fused] [--scheme siren|txl_baseline|...]
-// Deliberately no PyTorch twin: it measures posgrad against itself (allocator on/off, etc.).
+//                           [--twins both|v1|efficient|none] [--twin-reps 2] [--twin-warmup 1]
+//                           [--checkpoint FOLDER]
+// Deliberately not here: posgrad's other paths against each other in one call (run it per --path).
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <regex>
 #include <string>
 
+#include "bench/torch_twin.h"
+#include "nn/checkpoint.h"
 #include "posgrad.h"
 #include "tensor/cpu/caching_allocator.h"
 
@@ -40,14 +60,76 @@ Usage usage_now() {
   return {seconds(u.ru_utime), seconds(u.ru_stime), u.ru_minflt, u.ru_maxrss};
 }
 
+// The step folder of `folder`: itself when it holds model.safetensors, else the one its
+// checkpoints/best (or checkpoints/latest) pointer names.
+std::filesystem::path checkpoint_step_folder(const std::filesystem::path& folder) {
+  namespace fs = std::filesystem;
+  if (fs::exists(folder / "model.safetensors")) return folder;
+  for (const char* pointer : {"best", "latest"}) {
+    const fs::path file = folder / "checkpoints" / pointer;
+    if (!fs::exists(file)) continue;
+    std::string name;
+    if (FILE* f = std::fopen(file.c_str(), "r")) {
+      char buf[256];
+      while (std::fgets(buf, sizeof buf, f)) name += buf;
+      std::fclose(f);
+    }
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    return folder / "checkpoints" / name;
+  }
+  fail("bench_posattn_step: '{}' is neither a checkpoint step folder (no model.safetensors) nor a run folder "
+       "(no checkpoints/best or checkpoints/latest)", folder.string());
+}
+
+// Per layer of a `layers`-layer model, the sigma tensor [n] of the checkpoint's layer l * Lc / L,
+// keyed by the model's parameter name ("blocks.<l>.attn.hooks.<k>.sigma"); `values` gets them flat.
+std::map<std::string, Tensor> learned_sigmas(const std::filesystem::path& folder, int64_t layers, int64_t dims,
+                                             std::vector<double>& values) {
+  const Checkpoint ck = load_checkpoint(checkpoint_step_folder(folder));
+  const std::regex name(R"(blocks\.(\d+)\.attn\.hooks\.(\d+)\.sigma)");
+  std::map<int64_t, std::pair<std::string, Tensor>> by_layer;  // checkpoint layer -> (hook suffix, sigma)
+  for (const auto& [key, tensor] : ck.model) {
+    std::smatch m;
+    if (std::regex_match(key, m, name)) by_layer[std::stoll(m[1])] = {m[2], tensor};
+  }
+  if (by_layer.empty()) fail("bench_posattn_step: checkpoint '{}' holds no span sigma (train a run with model.span: true)",
+                             folder.string());
+  const int64_t checkpoint_layers = static_cast<int64_t>(by_layer.size());
+  std::map<std::string, Tensor> out;
+  for (int64_t l = 0; l < layers; ++l) {
+    const auto& [hook, sigma] = by_layer.at(l * checkpoint_layers / layers);
+    if (sigma.numel() != dims)
+      fail("bench_posattn_step: checkpoint '{}' has {} sigma(s) per layer, the benchmark's model {} (--dims)",
+           folder.string(), sigma.numel(), dims);
+    for (double v : sigma.to_vector<double>()) values.push_back(std::abs(v));
+    out[fmt::format("blocks.{}.attn.hooks.{}.sigma", l, hook)] = sigma;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 4}, {"side", 32}, {"dims", 1}, {"span", 1},
                                    {"reps", 5},  {"warmup", 1}, {"classes", 10}};
-  std::string path = "auto", scheme = "siren";
+  std::map<std::string, int64_t> twin_reps{{"twin-reps", 2}, {"twin-warmup", 1}};
+  std::string path = "auto", scheme = "siren", twins = "both", checkpoint;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--twins" && i + 1 < argc) {
+      twins = argv[++i];
+      if (twins != "both" && twins != "v1" && twins != "efficient" && twins != "none")
+        fail("bench_posattn_step: --twins must be both, v1, efficient or none, not '{}'", twins);
+      continue;
+    }
+    if (arg == "--checkpoint" && i + 1 < argc) {
+      checkpoint = argv[++i];
+      continue;
+    }
+    if (twin_reps.count(arg.substr(2)) && i + 1 < argc) {
+      twin_reps[arg.substr(2)] = std::stoll(argv[++i]);
+      continue;
+    }
     if (arg == "--path" && i + 1 < argc) {
       path = argv[++i];
       continue;
@@ -74,6 +156,11 @@ int main(int argc, char** argv) try {
   cfg.positional = scheme;
   Generator gen(0);
   PosattnClassifier model(cfg, gen);
+  std::vector<double> sigmas;
+  if (!checkpoint.empty()) {
+    if (!cfg.span) fail("bench_posattn_step: --checkpoint loads span sigmas; it needs --span 1");
+    model.load_state_dict(learned_sigmas(checkpoint, cfg.layers, cfg.dims, sigmas), /*strict=*/false);
+  }
   Adam opt(model.parameters(), AdamOptions{});
 
   Generator data_gen(1);
@@ -103,7 +190,15 @@ int main(int argc, char** argv) try {
   const double reps = double(a["reps"]);
   fmt::print("posattn training step  B={} N={} dims={} span={} scheme={} path={}  threads={}\n", a["batch"],
              side * side, a["dims"], a["span"], scheme, path, threads);
-  fmt::print("  median {:.1f} ms  (runs: {:.1f})\n", runs[runs.size() / 2], fmt::join(runs, ", "));
+  const double median = runs[runs.size() / 2];
+  const Positions positions = model.positions_for({side, side});
+  double share = 0;
+  for (const auto& block : model.blocks())
+    share += double(block->attention().layout_for(positions, /*causal=*/false, kCPU).slots()) / double(side * side);
+  share /= double(model.blocks().size());
+  if (!sigmas.empty()) fmt::print("  learned sigmas from {}: {:.3f}\n", checkpoint, fmt::join(sigmas, ", "));
+  fmt::print("  median {:.1f} ms  (runs: {:.1f})  computed share of the N^2 scores {:.3f}\n", median,
+             fmt::join(runs, ", "), share);
   fmt::print("  per step: user {:.2f} s  sys {:.2f} s  minor faults {:.0f}\n",
              (after.user_s - before.user_s) / reps, (after.system_s - before.system_s) / reps,
              double(after.minor_faults - before.minor_faults) / reps);
@@ -114,6 +209,23 @@ int main(int argc, char** argv) try {
              memory.system_frees - memory_before.system_frees,
              memory.cache_hits - memory_before.cache_hits, double(memory.peak_bytes_in_use) / (1 << 20),
              double(memory.bytes_cached) / (1 << 20));
+  for (const std::string layout : {"v1", "efficient"}) {
+    if (twins != "both" && twins != layout) continue;
+    std::string args = fmt::format("--layout {} --batch {} --side {} --dims {} --span {} --scheme {} --threshold {} "
+                                   "--reps {} --warmup {} --classes {}",
+                                   layout, a["batch"], side, a["dims"], a["span"], scheme, cfg.threshold,
+                                   twin_reps["twin-reps"], twin_reps["twin-warmup"], a["classes"]);
+    if (!sigmas.empty()) args += fmt::format(" --sigmas {}", fmt::join(sigmas, ","));
+    const bench::TwinRun run = bench::run_torch_twin("posattn_torch.py", args, threads);
+    const auto at = run.output.find("\"median_ms\": "), rss = run.output.find("\"peak_rss_mib\": ");
+    if (!run.ok || at == std::string::npos || rss == std::string::npos) {
+      fmt::print("  pytorch {:9}  (twin failed: {})\n", layout, run.tail());
+      continue;
+    }
+    const double torch_ms = std::stod(run.output.substr(at + 13));
+    fmt::print("  pytorch {:9}  median {:.1f} ms  peak RSS {:.0f} MiB   posgrad / pytorch time {:.2f}\n", layout, torch_ms,
+               std::stod(run.output.substr(rss + 16)), median / torch_ms);
+  }
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_posattn_step: %s\n", e.what());

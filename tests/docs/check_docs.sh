@@ -48,6 +48,7 @@ NOT_RUN=(
   "export *SAN_OPTIONS=*|sets the sanitizers' run-time options for a build-asan/ program (CI's second stage sets them)"
   "build/bin/posattn --config configs/posattn/[12]d_*|the full thesis protocol (32x32, 80 epochs: a GPU); the posattn_app test trains every quick preset"
   "build/bin/posgrad-sweep configs/posattn/sweeps/ex*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
+  "build/bin/bench_posattn_step *--checkpoint runs/*|needs a trained 2-D + span run of the quick sweep (runs/ is not in the scratch folder); the twins and the step run here without --checkpoint"
   "build/bin/posgrad-sweep configs/posattn/sweeps/2d_vs_1d*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
 )
 
@@ -59,7 +60,7 @@ declare -A QUICK_ARGS=(
   [posgrad-sweep]="-Ddata.small_dataset=200 -Dtrain.max_steps=2"
   [bench_sgemm]="--sizes 128 --reps 1 --no-torch"
   [bench_transformer]="--batch 2 --tokens 16 --width 32 --heads 2 --ff 64 --layers 1 --reps 1 --warmup 0 --no-torch"
-  [bench_posattn_step]="--batch 1 --side 8 --reps 1 --warmup 0"
+  [bench_posattn_step]="--batch 1 --side 8 --reps 1 --warmup 0 --twins none"
   [soak_train]="--steps 300 --warmup 100 --sample-every 100"
   [bench_attention_paths]="--cases 1d64,2d8 --reps 1 --warmup 0 --no-torch"
   [charlm]="-Dtrain.steps=4 -Dtrain.warmup=1 -Dtrain.log_every=2 -Dtrain.eval_every=4 -Dtrain.eval_blocks=2 -Dmodel.layers=1 -Dmodel.width=32 -Dmodel.heads=2 -Dmodel.ff_width=64"
