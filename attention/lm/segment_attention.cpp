@@ -153,6 +153,22 @@ int64_t SegmentAttention::computed_pairs(int64_t M) const {
 
 namespace {
 
+// Transformer-XL's R_d for the distance d = W - s - j of each window slot j, halves [sin | cos]
+// concatenated (spec 5.3): [W, D].
+Variable transformer_xl_slot_encodings(int64_t W, int64_t s, int64_t D, DType dtype, Device device) {
+  const int64_t half = D / 2;
+  std::vector<double> table(static_cast<size_t>(W * D));
+  for (int64_t j = 0; j < W; ++j) {
+    const double d = static_cast<double>(W - s - j);
+    for (int64_t t = 0; t < half; ++t) {
+      const double f = std::pow(10000.0, -2.0 * static_cast<double>(t) / static_cast<double>(D));
+      table[static_cast<size_t>(j * D + t)] = std::sin(d * f);
+      table[static_cast<size_t>(j * D + half + t)] = std::cos(d * f);
+    }
+  }
+  return Variable(Tensor::from_vector(table, {W, D}).to(dtype).to(device));
+}
+
 // Slot tables [.., W] (slot j = distance W - s - j) placed on the relative grid of a sequence of
 // N = W - s + M tokens along `axis`: the entry of offset -(W - s - j) is r = N - 1 - (W - s - j)
 // = M - 1 + j, so the slots are preceded by M - 1 and followed by W - 2 s + M zero entries.
@@ -184,17 +200,7 @@ Variable SegmentAttention::fused_window_attention(const Variable& q, const Varia
     Variable slots = transpose(narrow(key_pe, 1, c.max_span - W, W), 0, 1) * scale;  // [W, Dh]
     terms.query_table = expand(unsqueeze(on_relative_grid(slots, 0, M, s), 0), {H, 2 * N - 1, head_width_});
   } else if (c.position == SegmentPosition::TransformerXL) {
-    const int64_t D = c.width, half = D / 2;
-    std::vector<double> table(static_cast<size_t>(W * D));
-    for (int64_t j = 0; j < W; ++j) {
-      const double d = static_cast<double>(W - s - j);
-      for (int64_t t = 0; t < half; ++t) {
-        const double f = std::pow(10000.0, -2.0 * static_cast<double>(t) / static_cast<double>(D));
-        table[static_cast<size_t>(j * D + t)] = std::sin(d * f);
-        table[static_cast<size_t>(j * D + half + t)] = std::cos(d * f);
-      }
-    }
-    Variable r(Tensor::from_vector(table, {W, D}).to(dtype).to(device));
+    const Variable r = transformer_xl_slot_encodings(W, s, c.width, dtype, device);  // [W, D]
     Variable e = permute(reshape(w_kr_->forward(r), {W, H, head_width_}), {1, 0, 2}) * scale;  // [H, W, Dh]
     // (q + v) . e = q . e + v . e: a query table and a per-slot bias; (q + u) . k: u a key bias.
     terms.query_table = on_relative_grid(e, 1, M, s);
@@ -306,18 +312,7 @@ Variable SegmentAttention::attend(const Variable& q, const Variable& k, const Va
       fail("SegmentAttention: key_pe must be [{}, {}]", head_width_, c.max_span);
     scores = scores + matmul(q, narrow(key_pe, 1, c.max_span - W, W));
   } else if (c.position == SegmentPosition::TransformerXL) {
-    // R_d for the distance of each slot, halves [sin | cos] concatenated (spec 5.3).
-    const int64_t D = c.width, half = D / 2;
-    std::vector<double> table(static_cast<size_t>(W * D));
-    for (int64_t j = 0; j < W; ++j) {
-      const double d = static_cast<double>(W - s - j);
-      for (int64_t t = 0; t < half; ++t) {
-        const double f = std::pow(10000.0, -2.0 * static_cast<double>(t) / static_cast<double>(D));
-        table[static_cast<size_t>(j * D + t)] = std::sin(d * f);
-        table[static_cast<size_t>(j * D + half + t)] = std::cos(d * f);
-      }
-    }
-    Variable r(Tensor::from_vector(table, {W, D}).to(dtype).to(device));
+    const Variable r = transformer_xl_slot_encodings(W, s, c.width, dtype, device);  // [W, D]
     Variable e = permute(reshape(w_kr_->forward(r), {W, c.heads, head_width_}), {1, 2, 0});  // [H, Dh, W]
     scores = scores + matmul(q + reshape(v_, {c.heads, 1, head_width_}), e);
   }
