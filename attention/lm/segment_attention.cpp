@@ -153,6 +153,17 @@ int64_t SegmentAttention::computed_pairs(int64_t M) const {
 
 namespace {
 
+// The last `keep` rows of `rows` along `axis`, left-padded with zeros when it holds fewer (or is
+// undefined); `shape` gives the other dims of the result.
+Tensor last_rows_zero_padded(const Tensor& rows, std::vector<int64_t> shape, int64_t axis, int64_t keep, DType dtype,
+                             Device device) {
+  const int64_t C = rows.defined() ? rows.size(axis) : 0;
+  if (C >= keep) return rows.narrow(axis, C - keep, keep);
+  shape[static_cast<size_t>(axis)] = keep - C;
+  const Tensor zeros = Tensor::zeros(shape, dtype, device);
+  return C > 0 ? cat(std::vector<Tensor>{zeros, rows}, axis) : zeros;
+}
+
 // Transformer-XL's R_d for the distance d = W - s - j of each window slot j, halves [sin | cos]
 // concatenated (spec 5.3): [W, D].
 Variable transformer_xl_slot_encodings(int64_t W, int64_t s, int64_t D, DType dtype, Device device) {
@@ -230,18 +241,11 @@ Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const
   if (cache.defined() && (cache.dim() != 3 || cache.size(0) != B || cache.size(2) != c.width))
     fail("SegmentAttention: cache must be [{}, C, {}], got {}", B, c.width, cache.describe());
   const int64_t W = window(), s = c.attend_self ? 1 : 0, keep = W - s;
-  const int64_t C = cache.defined() ? cache.size(1) : 0;
   const DType dtype = h.dtype();
   const Device device = h.value().device();
 
   // The cache rows the window reaches, left-padded with zeros when the cache is shorter.
-  Tensor memory;
-  if (C >= keep) {
-    memory = cache.narrow(1, C - keep, keep);
-  } else {
-    Tensor zeros = Tensor::zeros({B, keep - C, c.width}, dtype, device);
-    memory = C > 0 ? cat(std::vector<Tensor>{zeros, cache}, 1) : zeros;
-  }
+  const Tensor memory = last_rows_zero_padded(cache, {B, 0, c.width}, 1, keep, dtype, device);
   const Variable src = keep > 0 ? cat({Variable(memory), h}, 1) : h;  // [B, W - s + M, D]
 
   Variable q = split_heads(q_proj_->forward(h));    // [B, H, M, Dh]
@@ -275,16 +279,8 @@ Variable SegmentAttention::forward_incremental(const Variable& h, KeyValueCache&
   }
   // The cached keys/values the window reaches, left-padded with zeros (the keys and values of the
   // zero inputs that the layer-input cache path attends: no bias, so exactly 0, rotated or not).
-  const int64_t C = kv.keys.defined() ? kv.keys.size(2) : 0;
-  Tensor past_k, past_v;
-  if (C >= keep) {
-    past_k = kv.keys.narrow(2, C - keep, keep);
-    past_v = kv.values.narrow(2, C - keep, keep);
-  } else {
-    const Tensor zeros = Tensor::zeros({B, H, keep - C, head_width_}, dtype, device);
-    past_k = C > 0 ? cat(std::vector<Tensor>{zeros, kv.keys}, 2) : zeros;
-    past_v = C > 0 ? cat(std::vector<Tensor>{zeros, kv.values}, 2) : zeros;
-  }
+  const Tensor past_k = last_rows_zero_padded(kv.keys, {B, H, 0, head_width_}, 2, keep, dtype, device);
+  const Tensor past_v = last_rows_zero_padded(kv.values, {B, H, 0, head_width_}, 2, keep, dtype, device);
   const Variable all_k = keep > 0 ? cat({Variable(past_k), k}, 2) : k;  // [B, H, W - s + M, Dh]
   const Variable all_v = keep > 0 ? cat({Variable(past_v), v}, 2) : v;
   // The next cache: the last W - s keys/values (all a later query's window reaches), detached.
