@@ -323,6 +323,60 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
   }
 }
 
+namespace {
+
+// Queries per block in the backward: each block's contributions to dk, dv and the query table's
+// gradient are summed in one pass per key (add_query_block), so those rows are read and written
+// once per block instead of once per query.
+constexpr int kQueryBlock = 4;
+
+// rows[d][t] += sum_q w[q][d] src[q][t] for d < Dh, t < len (rows d apart by row_stride; w is
+// [QN, Dh]): the QN queries' contributions to one run of dk, dv or query-table-gradient entries.
+template <typename T, int QN>
+void add_query_block_fixed(T* rows, int64_t row_stride, int64_t Dh, const T* const* src, const T* w, int64_t len) {
+  const T* s[QN];
+  for (int q = 0; q < QN; ++q) s[q] = src[q];
+  for (int64_t d = 0; d < Dh; ++d) {
+    T wd[QN];
+    for (int q = 0; q < QN; ++q) wd[q] = w[q * Dh + d];
+    T* __restrict out = rows + d * row_stride;
+#pragma omp simd
+    for (int64_t t = 0; t < len; ++t) {
+      T a = out[t];
+      for (int q = 0; q < QN; ++q) a += wd[q] * s[q][t];
+      out[t] = a;
+    }
+  }
+}
+
+template <typename T>
+void add_query_block(int qn, T* rows, int64_t row_stride, int64_t Dh, const T* const* src, const T* w, int64_t len) {
+  static_assert(kQueryBlock == 4, "add_query_block dispatches 1 to 4 queries");
+  switch (qn) {
+    case 1: add_query_block_fixed<T, 1>(rows, row_stride, Dh, src, w, len); break;
+    case 2: add_query_block_fixed<T, 2>(rows, row_stride, Dh, src, w, len); break;
+    case 3: add_query_block_fixed<T, 3>(rows, row_stride, Dh, src, w, len); break;
+    default: add_query_block_fixed<T, 4>(rows, row_stride, Dh, src, w, len); break;
+  }
+}
+
+// A run [begin, end) of one query's key (or relative) entries inside the union of a block's
+// runs: zero the rest of the union in that query's buffer, so add_query_block may read all of it.
+template <typename T>
+void zero_outside(T* buffer, int64_t union_begin, int64_t union_end, int64_t begin, int64_t end) {
+  for (int64_t t = union_begin; t < begin; ++t) buffer[t] = T(0);
+  for (int64_t t = end; t < union_end; ++t) buffer[t] = T(0);
+}
+
+}  // namespace
+
+// The backward visits the queries in blocks of up to kQueryBlock consecutive tokens of one line
+// of the grid (the same leading coordinates), which therefore see the same grid rows of keys:
+// their k-th segments cover the same row, shifted along the last axis. Per query (phase A) it
+// recomputes the logits and computes the row's own gradients (dq, the per-entry tables), and
+// leaves its per-key terms in block buffers: e m (for dv), d content (for dk) and d positional
+// (for the query table), indexed by key / relative entry. Per block (phase B) the union of the
+// queries' k-th segments is added into dk, dv and the query table's gradient in one pass.
 template <typename T>
 void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const T* dout, const Grads<T>& grads) {
@@ -332,6 +386,8 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
   const bool masked = tables.prob_mask != nullptr;
   const T eps = masked ? static_cast<T>(kMaskEpsilon) : T(0);
   const int64_t row_keys = max_row_keys(P.geometry);
+  // Tokens per line of the grid: a block never crosses one (no grid: every query sees all keys).
+  const int64_t line = P.geometry.structure.empty() ? std::max<int64_t>(N, 1) : P.geometry.structure.back();
   const DType dt = dtype_of<T>();
   Tensor dkt = Tensor::zeros({BH, Dh, N}, dt), dvt = Tensor::zeros({BH, Dh, N}, dt);
   T* dktp = dkt.data<T>();
@@ -359,8 +415,18 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
 #pragma omp parallel if (BH > 1 && threads > 1)
   {
     const int tid = thread_id();
+    constexpr int kQ = kQueryBlock;
     Scratch<T> sc(row_keys, Dh);
-    std::vector<T> ds(static_cast<size_t>(row_keys)), dq_row(static_cast<size_t>(Dh)), ka(static_cast<size_t>(Dh));
+    std::vector<T> ds(static_cast<size_t>(row_keys)), dq_row(static_cast<size_t>(Dh));
+    // Block state, per slot (an active query of the block): its segments, its d content / d k_j
+    // (ka), dout, q and the three per-key buffers of phase A.
+    std::vector<Segment> segs[kQ];
+    int64_t slot_query[kQ];
+    std::vector<T> ka(static_cast<size_t>(kQ * Dh)), wv(static_cast<size_t>(kQ * Dh)),
+        wt(static_cast<size_t>(kQ * Dh));
+    std::vector<T> block_pm(static_cast<size_t>(kQ * N)), block_dc(static_cast<size_t>(kQ * N));
+    std::vector<T> block_dp(grads.query_table_t ? static_cast<size_t>(kQ * R) : 0);
+    std::vector<Segment> span_keys, span_rel;  // per segment index: the union of the block's runs
     auto mine = [&](T* base, int64_t size) { return base ? base + tid * size : nullptr; };
     T* my_key_bias = mine(g_key_bias, H * Dh);
     T* my_table_t = mine(g_table_t, H * Dh * R);
@@ -380,23 +446,29 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
       T* hb_mod = my_mod ? my_mod + h * R : nullptr;
       T* hb_modpos = my_modpos ? my_modpos + h * R : nullptr;
       T* hb_mask = my_mask ? my_mask + h * R : nullptr;
-      for (int64_t i = 0; i < Nq; ++i) {
+
+      // Phase A for the query of slot `slot` (the block's unions already in span_keys/span_rel).
+      auto query_terms = [&](int slot) {
+        const int64_t i = slot_query[slot];
         const T* qi = hd.q + i * Dh;
         const T* doi = dout + (bh * Nq + i) * Dh;
         const T* oi = out + (bh * Nq + i) * Dh;
-        T* dqi = grads.dq + (bh * Nq + i) * Dh;
-        for (int64_t d = 0; d < Dh; ++d) dqi[d] = T(0);
         const T row_lse = lse[bh * Nq + i];
-        if (row_lse == std::numeric_limits<T>::infinity()) continue;  // no key: no gradient
+        T* ka_q = ka.data() + slot * Dh;
+        T* pm_q = block_pm.data() + slot * N;
+        T* dc_q = block_dc.data() + slot * N;
+        T* dp_q = hb_table_t ? block_dp.data() + slot * R : nullptr;
         T D = 0;
         for (int64_t d = 0; d < Dh; ++d) D += doi[d] * oi[d];
         for (int64_t d = 0; d < Dh; ++d) {
           sc.qs[d] = static_cast<T>(P.scale) * qi[d];
-          ka[d] = sc.qs[d] + (hd.key_bias ? hd.key_bias[d] : T(0));  // d content / d k_j
+          ka_q[d] = sc.qs[d] + (hd.key_bias ? hd.key_bias[d] : T(0));  // d content / d k_j
+          wv[slot * Dh + d] = doi[d];
+          wt[slot * Dh + d] = qi[d];
           dq_row[d] = T(0);
         }
-        sc.collect(P.geometry, first + i);
-        for (const Segment& g : sc.segs) {
+        for (size_t n = 0; n < segs[slot].size(); ++n) {
+          const Segment& g = segs[slot][n];
           const int64_t len = g.len;
           T* __restrict s = sc.s.data();
           T* __restrict c = sc.c.data();
@@ -422,16 +494,14 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
 #pragma omp simd
             for (int64_t t = 0; t < len; ++t) gm[t] += e[t] * (dsr[t] - D);
           }
-          // dv_j += e M dout_i; ds = e (M (dOv - D) - eps D)
-          for (int64_t d = 0; d < Dh; ++d) {
-            const T w = doi[d];
-            T* __restrict dvr = dvth + d * N + g.j0;
+          // dv_j += e M dout_i (phase B, from pm); ds = e (M (dOv - D) - eps D)
+          T* __restrict pm = pm_q + g.j0;
 #pragma omp simd
-            for (int64_t t = 0; t < len; ++t) dvr[t] += e[t] * mk[t] * w;
+          for (int64_t t = 0; t < len; ++t) {
+            pm[t] = e[t] * mk[t];
+            dsr[t] = e[t] * (mk[t] * (dsr[t] - D) - eps * D);
           }
-#pragma omp simd
-          for (int64_t t = 0; t < len; ++t) dsr[t] = e[t] * (mk[t] * (dsr[t] - D) - eps * D);
-          // s = mod (c + modpos p): d mod, then d content (in e's buffer) and d positional (in ds's)
+          // s = mod (c + modpos p): d mod, then d content (block_dc) and d positional
           const T* __restrict mod = hd.mod + g.r0;
           const T* __restrict mp = hd.modpos + g.r0;
           if (hb_mod) {
@@ -444,7 +514,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
               for (int64_t t = 0; t < len; ++t) gm[t] += dsr[t] * c[t];
             }
           }
-          T* __restrict dc = e;  // e is no longer needed: reuse it for d content
+          T* __restrict dc = dc_q + g.j0;
 #pragma omp simd
           for (int64_t t = 0; t < len; ++t) dc[t] = dsr[t] * mod[t];
           if (positional) {
@@ -453,7 +523,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
 #pragma omp simd
               for (int64_t t = 0; t < len; ++t) gm[t] += dc[t] * p[t];
             }
-            T* __restrict dp = dsr;  // d positional
+            T* __restrict dp = dp_q ? dp_q + g.r0 : dsr;  // d positional
 #pragma omp simd
             for (int64_t t = 0; t < len; ++t) dp[t] = dc[t] * mp[t];
             if (hb_bias) {
@@ -461,37 +531,90 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
 #pragma omp simd
               for (int64_t t = 0; t < len; ++t) gb[t] += dp[t];
             }
-            if (hd.table_t)
+            if (hd.table_t)  // dq += sum_j dp T[r] (the table's own gradient: phase B, from dp)
               for (int64_t d = 0; d < Dh; ++d) {
                 const T* __restrict tr = hd.table_t + d * R + g.r0;
                 T a = 0;
 #pragma omp simd reduction(+ : a)
                 for (int64_t t = 0; t < len; ++t) a += dp[t] * tr[t];
                 dq_row[d] += a;
-                if (hb_table_t) {
-                  const T w = qi[d];
-                  T* __restrict gt = hb_table_t + d * R + g.r0;
-#pragma omp simd
-                  for (int64_t t = 0; t < len; ++t) gt[t] += dp[t] * w;
-                }
               }
+            if (dp_q) zero_outside(dp_q, span_rel[n].r0, span_rel[n].r0 + span_rel[n].len, g.r0, g.r0 + len);
           }
-          // content = scale q.k + a.k: dq += scale dc k, dk += dc (scale q + a), da += dc k
+          // content = scale q.k + a.k: dq += scale dc k, da += dc k (dk += dc ka: phase B)
           for (int64_t d = 0; d < Dh; ++d) {
             const T* __restrict kr = hd.kt + d * N + g.j0;
-            T* __restrict dkr = dkth + d * N + g.j0;
-            const T w = ka[d];
             T a = 0;
 #pragma omp simd reduction(+ : a)
-            for (int64_t t = 0; t < len; ++t) {
-              a += dc[t] * kr[t];
-              dkr[t] += dc[t] * w;
-            }
+            for (int64_t t = 0; t < len; ++t) a += dc[t] * kr[t];
             dq_row[d] += static_cast<T>(P.scale) * a;
             if (hb_key_bias) hb_key_bias[d] += a;
           }
+          const int64_t u0 = span_keys[n].j0, u1 = span_keys[n].j0 + span_keys[n].len;
+          zero_outside(pm_q, u0, u1, g.j0, g.j0 + len);
+          zero_outside(dc_q, u0, u1, g.j0, g.j0 + len);
         }
+        T* dqi = grads.dq + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) dqi[d] = dq_row[d];
+      };
+
+      // Phases A and B for slots [s0, s0 + qn), whose segment lists have the same length.
+      auto run_block = [&](int s0, int qn) {
+        const size_t count = segs[s0].size();
+        span_keys.assign(count, Segment{0, 0, 0});
+        span_rel.assign(count, Segment{0, 0, 0});
+        for (size_t n = 0; n < count; ++n) {
+          int64_t j_lo = segs[s0][n].j0, j_hi = j_lo + segs[s0][n].len;
+          int64_t r_lo = segs[s0][n].r0, r_hi = r_lo + segs[s0][n].len;
+          for (int slot = s0 + 1; slot < s0 + qn; ++slot) {
+            const Segment& g = segs[slot][n];
+            j_lo = std::min(j_lo, g.j0);
+            j_hi = std::max(j_hi, g.j0 + g.len);
+            r_lo = std::min(r_lo, g.r0);
+            r_hi = std::max(r_hi, g.r0 + g.len);
+          }
+          span_keys[n] = {j_lo, 0, j_hi - j_lo};
+          span_rel[n] = {0, r_lo, r_hi - r_lo};
+        }
+        for (int slot = s0; slot < s0 + qn; ++slot) query_terms(slot);
+        const T* src[kQ];
+        for (size_t n = 0; n < count; ++n) {
+          const int64_t u0 = span_keys[n].j0, len = span_keys[n].len;
+          for (int x = 0; x < qn; ++x) src[x] = block_dc.data() + (s0 + x) * N + u0;
+          add_query_block(qn, dkth + u0, N, Dh, src, ka.data() + s0 * Dh, len);
+          for (int x = 0; x < qn; ++x) src[x] = block_pm.data() + (s0 + x) * N + u0;
+          add_query_block(qn, dvth + u0, N, Dh, src, wv.data() + s0 * Dh, len);
+          if (hb_table_t && positional) {
+            const int64_t v0 = span_rel[n].r0;
+            for (int x = 0; x < qn; ++x) src[x] = block_dp.data() + (s0 + x) * R + v0;
+            add_query_block(qn, hb_table_t + v0, R, Dh, src, wt.data() + s0 * Dh, span_rel[n].len);
+          }
+        }
+      };
+
+      for (int64_t i0 = 0; i0 < Nq;) {
+        const int64_t next_line = ((first + i0) / line + 1) * line - first;
+        const int64_t i1 = std::min({Nq, i0 + kQ, next_line});
+        int qn = 0;
+        for (int64_t i = i0; i < i1; ++i) {
+          T* dqi = grads.dq + (bh * Nq + i) * Dh;
+          for (int64_t d = 0; d < Dh; ++d) dqi[d] = T(0);
+          if (lse[bh * Nq + i] == std::numeric_limits<T>::infinity()) continue;  // no key: no gradient
+          segs[qn].clear();
+          P.geometry.for_each_segment(first + i, [&](int64_t j0, int64_t r0, int64_t len) {
+            segs[qn].push_back({j0, r0, len});
+          });
+          if (segs[qn].empty()) continue;
+          slot_query[qn++] = i;
+        }
+        bool aligned = true;  // the same grid rows for every query (true on one line of a grid)
+        for (int slot = 1; slot < qn; ++slot) aligned = aligned && segs[slot].size() == segs[0].size();
+        if (aligned) {
+          if (qn > 0) run_block(0, qn);
+        } else {
+          for (int slot = 0; slot < qn; ++slot) run_block(slot, 1);
+        }
+        i0 = i1;
       }
       // dk, dv back to [N, Dh]
       T* dkh = grads.dk + bh * N * Dh;
