@@ -218,16 +218,19 @@ void segment_logits(const Head<T>& hd, const Problem& P, const T* qi, const T* q
   }
 }
 
+// The segments of query i into `out` (replacing its contents); returns their total length.
+inline int64_t collect_segments(const RowGeometry& geo, int64_t i, std::vector<Segment>& out) {
+  out.clear();
+  return geo.for_each_segment(i, [&](int64_t j0, int64_t r0, int64_t len) { out.push_back({j0, r0, len}); });
+}
+
 template <typename T>
 struct Scratch {
   std::vector<T> s, c, p, e, qs, acc;
   std::vector<Segment> segs;
   Scratch(int64_t keys, int64_t Dh) : s(keys), c(keys), p(keys), e(keys), qs(Dh), acc(Dh) {}
   // The segments of query i (and their total length).
-  int64_t collect(const RowGeometry& geo, int64_t i) {
-    segs.clear();
-    return geo.for_each_segment(i, [&](int64_t j0, int64_t r0, int64_t len) { segs.push_back({j0, r0, len}); });
-  }
+  int64_t collect(const RowGeometry& geo, int64_t i) { return collect_segments(geo, i, segs); }
 };
 
 }  // namespace
@@ -426,7 +429,11 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
         wt(static_cast<size_t>(kQ * Dh));
     std::vector<T> block_pm(static_cast<size_t>(kQ * N)), block_dc(static_cast<size_t>(kQ * N));
     std::vector<T> block_dp(grads.query_table_t ? static_cast<size_t>(kQ * R) : 0);
-    std::vector<Segment> span_keys, span_rel;  // per segment index: the union of the block's runs
+    // Per segment index: the union of the block's runs, keys [j0, j1) and relative entries [r0, r1).
+    struct BlockRun {
+      int64_t j0, j1, r0, r1;
+    };
+    std::vector<BlockRun> block_runs;
     auto mine = [&](T* base, int64_t size) { return base ? base + tid * size : nullptr; };
     T* my_key_bias = mine(g_key_bias, H * Dh);
     T* my_table_t = mine(g_table_t, H * Dh * R);
@@ -447,7 +454,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
       T* hb_modpos = my_modpos ? my_modpos + h * R : nullptr;
       T* hb_mask = my_mask ? my_mask + h * R : nullptr;
 
-      // Phase A for the query of slot `slot` (the block's unions already in span_keys/span_rel).
+      // Phase A for the query of slot `slot` (the block's unions already in block_runs).
       auto query_terms = [&](int slot) {
         const int64_t i = slot_query[slot];
         const T* qi = hd.q + i * Dh;
@@ -539,7 +546,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
                 for (int64_t t = 0; t < len; ++t) a += dp[t] * tr[t];
                 dq_row[d] += a;
               }
-            if (dp_q) zero_outside(dp_q, span_rel[n].r0, span_rel[n].r0 + span_rel[n].len, g.r0, g.r0 + len);
+            if (dp_q) zero_outside(dp_q, block_runs[n].r0, block_runs[n].r1, g.r0, g.r0 + len);
           }
           // content = scale q.k + a.k: dq += scale dc k, da += dc k (dk += dc ka: phase B)
           for (int64_t d = 0; d < Dh; ++d) {
@@ -550,19 +557,17 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
             dq_row[d] += static_cast<T>(P.scale) * a;
             if (hb_key_bias) hb_key_bias[d] += a;
           }
-          const int64_t u0 = span_keys[n].j0, u1 = span_keys[n].j0 + span_keys[n].len;
-          zero_outside(pm_q, u0, u1, g.j0, g.j0 + len);
-          zero_outside(dc_q, u0, u1, g.j0, g.j0 + len);
+          zero_outside(pm_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
+          zero_outside(dc_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
         }
         T* dqi = grads.dq + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) dqi[d] = dq_row[d];
       };
 
-      // Phases A and B for slots [s0, s0 + qn), whose segment lists have the same length.
+      // Phases A and B for slots [s0, s0 + qn) (their segment lists have the same length).
       auto run_block = [&](int s0, int qn) {
         const size_t count = segs[s0].size();
-        span_keys.assign(count, Segment{0, 0, 0});
-        span_rel.assign(count, Segment{0, 0, 0});
+        block_runs.resize(count);
         for (size_t n = 0; n < count; ++n) {
           int64_t j_lo = segs[s0][n].j0, j_hi = j_lo + segs[s0][n].len;
           int64_t r_lo = segs[s0][n].r0, r_hi = r_lo + segs[s0][n].len;
@@ -573,21 +578,20 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
             r_lo = std::min(r_lo, g.r0);
             r_hi = std::max(r_hi, g.r0 + g.len);
           }
-          span_keys[n] = {j_lo, 0, j_hi - j_lo};
-          span_rel[n] = {0, r_lo, r_hi - r_lo};
+          block_runs[n] = {j_lo, j_hi, r_lo, r_hi};
         }
         for (int slot = s0; slot < s0 + qn; ++slot) query_terms(slot);
         const T* src[kQ];
         for (size_t n = 0; n < count; ++n) {
-          const int64_t u0 = span_keys[n].j0, len = span_keys[n].len;
+          const int64_t u0 = block_runs[n].j0, len = block_runs[n].j1 - u0;
           for (int x = 0; x < qn; ++x) src[x] = block_dc.data() + (s0 + x) * N + u0;
           add_query_block(qn, dkth + u0, N, Dh, src, ka.data() + s0 * Dh, len);
           for (int x = 0; x < qn; ++x) src[x] = block_pm.data() + (s0 + x) * N + u0;
           add_query_block(qn, dvth + u0, N, Dh, src, wv.data() + s0 * Dh, len);
           if (hb_table_t && positional) {
-            const int64_t v0 = span_rel[n].r0;
+            const int64_t v0 = block_runs[n].r0;
             for (int x = 0; x < qn; ++x) src[x] = block_dp.data() + (s0 + x) * R + v0;
-            add_query_block(qn, hb_table_t + v0, R, Dh, src, wt.data() + s0 * Dh, span_rel[n].len);
+            add_query_block(qn, hb_table_t + v0, R, Dh, src, wt.data() + s0 * Dh, block_runs[n].r1 - v0);
           }
         }
       };
@@ -600,20 +604,12 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
           T* dqi = grads.dq + (bh * Nq + i) * Dh;
           for (int64_t d = 0; d < Dh; ++d) dqi[d] = T(0);
           if (lse[bh * Nq + i] == std::numeric_limits<T>::infinity()) continue;  // no key: no gradient
-          segs[qn].clear();
-          P.geometry.for_each_segment(first + i, [&](int64_t j0, int64_t r0, int64_t len) {
-            segs[qn].push_back({j0, r0, len});
-          });
-          if (segs[qn].empty()) continue;
+          if (collect_segments(P.geometry, first + i, segs[qn]) == 0) continue;
           slot_query[qn++] = i;
         }
-        bool aligned = true;  // the same grid rows for every query (true on one line of a grid)
-        for (int slot = 1; slot < qn; ++slot) aligned = aligned && segs[slot].size() == segs[0].size();
-        if (aligned) {
-          if (qn > 0) run_block(0, qn);
-        } else {
-          for (int slot = 0; slot < qn; ++slot) run_block(slot, 1);
-        }
+        // Queries of one grid line clip the leading dims alike, so every one that sees a key has
+        // the same number of segments (the same grid rows): run_block pairs them by index.
+        if (qn > 0) run_block(0, qn);
         i0 = i1;
       }
       // dk, dv back to [N, Dh]
