@@ -3,13 +3,15 @@
 // vectors, for long runs of keys: sequences) and fused_kernels_narrow.cpp (256-bit vectors,
 // whose scalar remainders are half as long, for the short runs of keys of 2-D grid rows).
 // fused_kernels.cpp picks one per call. Each includer defines POSGRAD_FUSED_VARIANT, the
-// namespace the code goes into. Deliberately not here: the choice of variant.
+// namespace the code goes into, and POSGRAD_FUSED_VECTOR_BYTES, its vector width.
+// Deliberately not here: the choice of variant.
 // Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "attention/fused/fused_kernels.h"
@@ -18,6 +20,9 @@
 
 #ifndef POSGRAD_FUSED_VARIANT
 #error "define POSGRAD_FUSED_VARIANT (the namespace of this copy of the kernels) before including fused_kernels_impl.h"
+#endif
+#ifndef POSGRAD_FUSED_VECTOR_BYTES
+#error "define POSGRAD_FUSED_VECTOR_BYTES (the vector width this copy is compiled for) before including fused_kernels_impl.h"
 #endif
 
 namespace posgrad::fused_detail::POSGRAD_FUSED_VARIANT {
@@ -48,6 +53,108 @@ inline float exp_row(float x) {
   return underflow ? 0.0f : p * scale;
 }
 inline double exp_row(double x) { return std::exp(x); }
+
+// Reductions over a run of keys keep one partial result per vector lane and combine the lanes at
+// the end. A single running scalar would chain every step on the one before: GCC 12 does not
+// vectorise a float max reduction at all without -ffast-math, and a running sum waits on the FMA
+// latency each step. The lanes are GCC/Clang vector types of POSGRAD_FUSED_VECTOR_BYTES (set by
+// the includer), so the partial results stay in registers.
+template <typename T>
+struct Lanes {
+  typedef T Vec __attribute__((vector_size(POSGRAD_FUSED_VECTOR_BYTES)));
+  static constexpr int kCount = POSGRAD_FUSED_VECTOR_BYTES / static_cast<int>(sizeof(T));
+  static Vec load(const T* p) {  // unaligned
+    Vec x;
+    std::memcpy(&x, p, sizeof x);
+    return x;
+  }
+  static Vec splat(T value) {
+    Vec x;
+    for (int l = 0; l < kCount; ++l) x[l] = value;
+    return x;
+  }
+};
+
+// The largest of s[0, len) (-inf for an empty run).
+template <typename T>
+T row_max(const T* s, int64_t len) {
+  using L = Lanes<T>;
+  typename L::Vec lane = L::splat(-std::numeric_limits<T>::infinity());
+  int64_t t = 0;
+  for (; t + L::kCount <= len; t += L::kCount) {
+    const typename L::Vec x = L::load(s + t);
+    lane = x > lane ? x : lane;
+  }
+  T m = -std::numeric_limits<T>::infinity();
+  for (int l = 0; l < L::kCount; ++l) m = std::max(m, lane[l]);
+  for (; t < len; ++t) m = std::max(m, s[t]);
+  return m;
+}
+
+// acc[d] += sum_t w[t] rows[d * stride + t] for d < DH, t < len: DH dot products in one pass over
+// w (dq from k or from the query table, the forward's e . v), each in per-lane partial sums.
+template <typename T, int DH>
+void add_row_dots_fixed(const T* w, const T* rows, int64_t stride, int64_t len, T* acc) {
+  using L = Lanes<T>;
+  typename L::Vec part[DH];
+  for (int d = 0; d < DH; ++d) part[d] = L::splat(T(0));
+  int64_t t = 0;
+  for (; t + L::kCount <= len; t += L::kCount) {
+    const typename L::Vec wt = L::load(w + t);
+    for (int d = 0; d < DH; ++d) part[d] += wt * L::load(rows + d * stride + t);
+  }
+  for (int d = 0; d < DH; ++d) {
+    T a = 0;
+    for (int l = 0; l < L::kCount; ++l) a += part[d][l];
+    for (int64_t u = t; u < len; ++u) a += w[u] * rows[d * stride + u];
+    acc[d] += a;
+  }
+}
+
+template <typename T>
+void add_row_dots(int64_t Dh, const T* w, const T* rows, int64_t stride, int64_t len, T* acc) {
+  if (Dh == 8) return add_row_dots_fixed<T, 8>(w, rows, stride, len, acc);
+  if (Dh == 16) return add_row_dots_fixed<T, 16>(w, rows, stride, len, acc);
+  for (int64_t d = 0; d < Dh; ++d) {
+    const T* __restrict r = rows + d * stride;
+    T a = 0;
+#pragma omp simd reduction(+ : a)
+    for (int64_t t = 0; t < len; ++t) a += w[t] * r[t];
+    acc[d] += a;
+  }
+}
+
+// out[t] = sum_d w[d] rows[d * stride + t] for t < len (dout_i . v_j for a run of keys): the d-sum
+// stays in registers instead of a pass over out per d.
+template <typename T, int DH>
+void row_combination_fixed(const T* w, const T* rows, int64_t stride, int64_t len, T* __restrict out) {
+  T wd[DH];
+  const T* r[DH];
+  for (int d = 0; d < DH; ++d) {
+    wd[d] = w[d];
+    r[d] = rows + d * stride;
+  }
+#pragma omp simd
+  for (int64_t t = 0; t < len; ++t) {
+    T a = 0;
+    for (int d = 0; d < DH; ++d) a += wd[d] * r[d][t];
+    out[t] = a;
+  }
+}
+
+template <typename T>
+void row_combination(int64_t Dh, const T* w, const T* rows, int64_t stride, int64_t len, T* __restrict out) {
+  if (Dh == 8) return row_combination_fixed<T, 8>(w, rows, stride, len, out);
+  if (Dh == 16) return row_combination_fixed<T, 16>(w, rows, stride, len, out);
+#pragma omp simd
+  for (int64_t t = 0; t < len; ++t) out[t] = T(0);
+  for (int64_t d = 0; d < Dh; ++d) {
+    const T wd = w[d];
+    const T* __restrict r = rows + d * stride;
+#pragma omp simd
+    for (int64_t t = 0; t < len; ++t) out[t] += wd * r[t];
+  }
+}
 
 #ifdef POSGRAD_OPENMP
 int thread_count() { return cpu::max_threads(); }
@@ -270,15 +377,12 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         T* oi = out + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) sc.qs[d] = static_cast<T>(P.scale) * qi[d];
         const int64_t L = sc.collect(P.geometry, first + i);
-        T m = -std::numeric_limits<T>::infinity();
         int64_t off = 0;
         for (const Segment& g : sc.segs) {
           segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data() + off, sc.c.data(), sc.p.data(), positional);
           off += g.len;
         }
-        const T* __restrict srow = sc.s.data();
-#pragma omp simd reduction(max : m)
-        for (int64_t t = 0; t < L; ++t) m = std::max(m, srow[t]);
+        const T m = row_max(sc.s.data(), L);
         if (L == 0 || m == -std::numeric_limits<T>::infinity()) {  // no key: zero attention
           for (int64_t d = 0; d < Dh; ++d) oi[d] = T(0);
           lse[bh * Nq + i] = std::numeric_limits<T>::infinity();
@@ -301,13 +405,7 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
           }
           Z += z;
           W += w;
-          for (int64_t d = 0; d < Dh; ++d) {
-            const T* __restrict vr = hd.vt + d * N + g.j0;
-            T a = 0;
-#pragma omp simd reduction(+ : a)
-            for (int64_t t = 0; t < g.len; ++t) a += e[t] * vr[t];
-            sc.acc[d] += a;
-          }
+          add_row_dots(Dh, e, hd.vt + g.j0, N, g.len, sc.acc.data());
           off += g.len;
         }
         const T denom = masked ? W + static_cast<T>(kMaskEpsilon) * Z : W;
@@ -420,7 +518,9 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     const int tid = thread_id();
     constexpr int kQ = kQueryBlock;
     Scratch<T> sc(row_keys, Dh);
-    std::vector<T> ds(static_cast<size_t>(row_keys)), dq_row(static_cast<size_t>(Dh));
+    // Per query: dq from the positional terms, and sum_j d content_j k_j (dq's content part / scale,
+    // and the key bias's gradient).
+    std::vector<T> ds(static_cast<size_t>(row_keys)), dq_row(static_cast<size_t>(Dh)), dck(static_cast<size_t>(Dh));
     // Block state, per slot (an active query of the block): its segments, its d content / d k_j
     // (ka), dout, q and the three per-key buffers of phase A.
     std::vector<Segment> segs[kQ];
@@ -473,6 +573,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
           wv[slot * Dh + d] = doi[d];
           wt[slot * Dh + d] = qi[d];
           dq_row[d] = T(0);
+          dck[d] = T(0);
         }
         for (size_t n = 0; n < segs[slot].size(); ++n) {
           const Segment& g = segs[slot][n];
@@ -485,16 +586,8 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
           segment_logits(hd, P, qi, sc.qs.data(), g, s, c, p, positional);
           // e = exp(s - lse) = the unmasked probability times Z / denominator; dOv = dout_i . v_j
 #pragma omp simd
-          for (int64_t t = 0; t < len; ++t) {
-            e[t] = exp_row(s[t] - row_lse);
-            dsr[t] = T(0);
-          }
-          for (int64_t d = 0; d < Dh; ++d) {
-            const T w = doi[d];
-            const T* __restrict vr = hd.vt + d * N + g.j0;
-#pragma omp simd
-            for (int64_t t = 0; t < len; ++t) dsr[t] += w * vr[t];  // dOv for now
-          }
+          for (int64_t t = 0; t < len; ++t) e[t] = exp_row(s[t] - row_lse);
+          row_combination(Dh, doi, hd.vt + g.j0, N, len, dsr);  // dOv for now
           const T* __restrict mk = hd.mask + g.r0;
           if (hb_mask) {
             T* __restrict gm = hb_mask + g.r0;
@@ -539,29 +632,19 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
               for (int64_t t = 0; t < len; ++t) gb[t] += dp[t];
             }
             if (hd.table_t)  // dq += sum_j dp T[r] (the table's own gradient: phase B, from dp)
-              for (int64_t d = 0; d < Dh; ++d) {
-                const T* __restrict tr = hd.table_t + d * R + g.r0;
-                T a = 0;
-#pragma omp simd reduction(+ : a)
-                for (int64_t t = 0; t < len; ++t) a += dp[t] * tr[t];
-                dq_row[d] += a;
-              }
+              add_row_dots(Dh, dp, hd.table_t + g.r0, R, len, dq_row.data());
             if (dp_q) zero_outside(dp_q, block_runs[n].r0, block_runs[n].r1, g.r0, g.r0 + len);
           }
           // content = scale q.k + a.k: dq += scale dc k, da += dc k (dk += dc ka: phase B)
-          for (int64_t d = 0; d < Dh; ++d) {
-            const T* __restrict kr = hd.kt + d * N + g.j0;
-            T a = 0;
-#pragma omp simd reduction(+ : a)
-            for (int64_t t = 0; t < len; ++t) a += dc[t] * kr[t];
-            dq_row[d] += static_cast<T>(P.scale) * a;
-            if (hb_key_bias) hb_key_bias[d] += a;
-          }
+          add_row_dots(Dh, dc, hd.kt + g.j0, N, len, dck.data());
           zero_outside(pm_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
           zero_outside(dc_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
         }
         T* dqi = grads.dq + (bh * Nq + i) * Dh;
-        for (int64_t d = 0; d < Dh; ++d) dqi[d] = dq_row[d];
+        for (int64_t d = 0; d < Dh; ++d) {
+          dqi[d] = dq_row[d] + static_cast<T>(P.scale) * dck[d];
+          if (hb_key_bias) hb_key_bias[d] += dck[d];
+        }
       };
 
       // Phases A and B for slots [s0, s0 + qn) (their segment lists have the same length).

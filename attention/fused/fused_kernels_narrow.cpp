@@ -1,6 +1,7 @@
 // The fused attention kernels compiled for 256-bit vectors (short runs of keys: 2-D grid rows); CMakeLists.txt sets -mprefer-vector-width=256 on this file.
 // Deliberately only an instantiation: the code is fused_kernels_impl.h.
 // Shapes: letters of shape_legend.h.
+#define POSGRAD_FUSED_VECTOR_BYTES 32  // the lanes of fused_kernels_impl.h's per-lane reductions
 #define POSGRAD_FUSED_VARIANT narrow
 #include "attention/fused/fused_kernels_impl.h"
 

@@ -1,6 +1,7 @@
 // The fused attention kernels compiled for the compiler's widest vectors (long runs of keys: sequences).
 // Deliberately only an instantiation: the code is fused_kernels_impl.h.
 // Shapes: letters of shape_legend.h.
+#define POSGRAD_FUSED_VECTOR_BYTES 64  // the lanes of fused_kernels_impl.h's per-lane reductions
 #define POSGRAD_FUSED_VARIANT wide
 #include "attention/fused/fused_kernels_impl.h"
 

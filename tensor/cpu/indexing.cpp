@@ -1,6 +1,8 @@
 // CPU index_select / index_add / gather / scatter_add on [outer, n, inner] views, and Philox
 // random fills. Every index is bounds-checked: an out-of-range index is an Error naming it.
 // Shapes: letters of shape_legend.h, except n here: the size of the indexed axis.
+#include <algorithm>
+
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/parallel.h"
 #include "tensor/random.h"
@@ -90,12 +92,19 @@ void CpuBackend::random(RandomKind kind, Tensor& out, double a, double b, uint64
                         uint64_t offset) {
   dispatch_float(out.dtype(), "random", [&]<typename T>() {
     T* p = out.data<T>();
-    parallel_for(out.numel(), 16, [&](int64_t i) {
-      const auto u = static_cast<uint64_t>(i);
-      switch (kind) {
-        case RandomKind::Uniform: p[i] = static_cast<T>(uniform_between(a, b, philox_uniform(seed, offset, u))); break;
-        case RandomKind::Normal: p[i] = static_cast<T>(normal_with(a, b, philox_normal(seed, offset, u))); break;
-        case RandomKind::Bernoulli: p[i] = philox_uniform(seed, offset, u) < a ? T(1) : T(0); break;
+    const int64_t n = out.numel(), blocks = (n + 3) / 4;
+    // One Philox block gives elements 4 blk .. 4 blk + 3 (lanes 0..3): the numbers of
+    // philox_uniform / philox_normal element by element, with each block computed once.
+    parallel_for(blocks, 64, [&](int64_t blk) {
+      const PhiloxBlock r = philox4x32_10(offset + static_cast<uint64_t>(blk), 0, seed);
+      const int lanes = static_cast<int>(std::min<int64_t>(4, n - 4 * blk));
+      for (int lane = 0; lane < lanes; ++lane) {
+        T& x = p[4 * blk + lane];
+        switch (kind) {
+          case RandomKind::Uniform: x = static_cast<T>(uniform_between(a, b, uint_to_unit(r[lane]))); break;
+          case RandomKind::Normal: x = static_cast<T>(normal_with(a, b, normal_from_block(r, lane))); break;
+          case RandomKind::Bernoulli: x = uint_to_unit(r[lane]) < a ? T(1) : T(0); break;
+        }
       }
     });
   });

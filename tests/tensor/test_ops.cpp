@@ -282,6 +282,28 @@ BOOST_AUTO_TEST_CASE(same_seed_same_numbers_and_sane_statistics) {
   BOOST_TEST(max_abs_diff(normal({8}, 0, 1, g2), normal({8}, 0, 1, g2)) > 0.0);
 }
 
+BOOST_AUTO_TEST_CASE(fills_equal_the_element_by_element_definition) {
+  // The CPU fill computes each Philox block once for its four lanes; element i must still be
+  // philox_uniform / philox_normal(seed, offset, i) (the numbers the GPU draws), including the
+  // last, partial block of an odd size and after the generator has advanced.
+  for (const int64_t n : {1, 7, 13, 1000}) {
+    Generator g(77);
+    (void)uniform({5}, 0, 1, g);  // advance: offset 2
+    const uint64_t seed = g.seed(), offset = g.offset();
+    const std::vector<double> u = uniform({n}, -2, 3, g, kFloat64).to_vector<double>();
+    const std::vector<double> z = normal({n}, 1, 2, g, kFloat64).to_vector<double>();
+    const uint64_t offset_z = offset + static_cast<uint64_t>((n + 3) / 4);
+    const std::vector<double> b = bernoulli({n}, 0.4, g, kFloat64).to_vector<double>();
+    const uint64_t offset_b = offset_z + static_cast<uint64_t>((n + 3) / 4);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto e = static_cast<uint64_t>(i);
+      BOOST_TEST(u[i] == uniform_between(-2, 3, philox_uniform(seed, offset, e)));
+      BOOST_TEST(z[i] == normal_with(1, 2, philox_normal(seed, offset_z, e)));
+      BOOST_TEST(b[i] == (philox_uniform(seed, offset_b, e) < 0.4 ? 1.0 : 0.0));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(printing_is_readable) {
   const std::string s = T({1, 2.5f}, {2}).to_string();
   BOOST_TEST(s.find("[1, 2.5]") != std::string::npos);
