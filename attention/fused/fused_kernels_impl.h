@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "attention/fused/fused_kernels.h"
 #include "tensor/cpu/parallel.h"
@@ -91,38 +92,62 @@ T row_max(const T* s, int64_t len) {
   return m;
 }
 
-// acc[d] += sum_t w[t] rows[d * stride + t] for d < DH, t < len: DH dot products in one pass over
-// w (dq from k or from the query table, the forward's e . v), each in per-lane partial sums.
-template <typename T, int DH>
-void add_row_dots_fixed(const T* w, const T* rows, int64_t stride, int64_t len, T* acc) {
-  using L = Lanes<T>;
-  typename L::Vec part[DH];
-  for (int d = 0; d < DH; ++d) part[d] = L::splat(T(0));
-  int64_t t = 0;
-  for (; t + L::kCount <= len; t += L::kCount) {
-    const typename L::Vec wt = L::load(w + t);
-    for (int d = 0; d < DH; ++d) part[d] += wt * L::load(rows + d * stride + t);
-  }
-  for (int d = 0; d < DH; ++d) {
-    T a = 0;
-    for (int l = 0; l < L::kCount; ++l) a += part[d][l];
-    for (int64_t u = t; u < len; ++u) a += w[u] * rows[d * stride + u];
-    acc[d] += a;
-  }
-}
-
+// Dh dot products summed over the runs of one query: sum over runs of sum_t w[t] rows[d stride + t]
+// for d < Dh (the forward's e . v, dq from k or from the query table). One pass over each run
+// computes all Dh sums; each keeps per-lane partial sums across the query's runs, and the lanes
+// are combined once per query (finish), not once per run: a 2-D grid row is only S keys long.
+// Dh 8 and 16 take that path; other widths sum per d (the float64 test sizes among them).
 template <typename T>
-void add_row_dots(int64_t Dh, const T* w, const T* rows, int64_t stride, int64_t len, T* acc) {
-  if (Dh == 8) return add_row_dots_fixed<T, 8>(w, rows, stride, len, acc);
-  if (Dh == 16) return add_row_dots_fixed<T, 16>(w, rows, stride, len, acc);
-  for (int64_t d = 0; d < Dh; ++d) {
-    const T* __restrict r = rows + d * stride;
-    T a = 0;
-#pragma omp simd reduction(+ : a)
-    for (int64_t t = 0; t < len; ++t) a += w[t] * r[t];
-    acc[d] += a;
+class RowDotSums {
+ public:
+  static constexpr int kMaxFixed = 16;
+  explicit RowDotSums(int64_t Dh) : Dh_(Dh), rest_(static_cast<size_t>(Dh)) { clear(); }
+  void clear() {
+    for (auto& x : part_) x = L::splat(T(0));
+    std::fill(rest_.begin(), rest_.end(), T(0));
   }
-}
+  void add(const T* w, const T* rows, int64_t stride, int64_t len) {
+    if (Dh_ == 8) return add_fixed<8>(w, rows, stride, len);
+    if (Dh_ == 16) return add_fixed<16>(w, rows, stride, len);
+    for (int64_t d = 0; d < Dh_; ++d) {
+      const T* __restrict r = rows + d * stride;
+      T a = 0;
+#pragma omp simd reduction(+ : a)
+      for (int64_t t = 0; t < len; ++t) a += w[t] * r[t];
+      rest_[d] += a;
+    }
+  }
+  // The sums: out[d] = sum for d < Dh (and the state cleared for the next query).
+  void finish(T* out) {
+    for (int64_t d = 0; d < Dh_; ++d) {
+      T a = rest_[d];
+      if (d < kMaxFixed)
+        for (int l = 0; l < L::kCount; ++l) a += part_[d][l];
+      out[d] = a;
+    }
+    clear();
+  }
+
+ private:
+  using L = Lanes<T>;
+  template <int DH>
+  void add_fixed(const T* w, const T* rows, int64_t stride, int64_t len) {
+    typename L::Vec part[DH];
+    for (int d = 0; d < DH; ++d) part[d] = part_[d];
+    int64_t t = 0;
+    for (; t + L::kCount <= len; t += L::kCount) {
+      const typename L::Vec wt = L::load(w + t);
+      for (int d = 0; d < DH; ++d) part[d] += wt * L::load(rows + d * stride + t);
+    }
+    for (int d = 0; d < DH; ++d) {
+      part_[d] = part[d];
+      for (int64_t u = t; u < len; ++u) rest_[d] += w[u] * rows[d * stride + u];
+    }
+  }
+  int64_t Dh_;
+  typename L::Vec part_[kMaxFixed];
+  std::vector<T> rest_;  // [Dh]: the widths without a fixed path, and the runs' last len % lanes keys
+};
 
 // out[t] = sum_d w[d] rows[d * stride + t] for t < len (dout_i . v_j for a run of keys): the d-sum
 // stays in registers instead of a pass over out per d.
@@ -335,7 +360,8 @@ template <typename T>
 struct Scratch {
   std::vector<T> s, c, p, e, qs, acc;
   std::vector<Segment> segs;
-  Scratch(int64_t keys, int64_t Dh) : s(keys), c(keys), p(keys), e(keys), qs(Dh), acc(Dh) {}
+  RowDotSums<T> ev;  // the forward's sum_j e_j v_j
+  Scratch(int64_t keys, int64_t Dh) : s(keys), c(keys), p(keys), e(keys), qs(Dh), acc(Dh), ev(Dh) {}
   // The segments of query i (and their total length).
   int64_t collect(const RowGeometry& geo, int64_t i) { return collect_segments(geo, i, segs); }
 };
@@ -389,7 +415,6 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
           continue;
         }
         T Z = 0, W = 0;
-        for (int64_t d = 0; d < Dh; ++d) sc.acc[d] = 0;
         off = 0;
         for (const Segment& g : sc.segs) {
           T* __restrict e = sc.e.data() + off;
@@ -405,10 +430,11 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
           }
           Z += z;
           W += w;
-          add_row_dots(Dh, e, hd.vt + g.j0, N, g.len, sc.acc.data());
+          sc.ev.add(e, hd.vt + g.j0, N, g.len);
           off += g.len;
         }
         const T denom = masked ? W + static_cast<T>(kMaskEpsilon) * Z : W;
+        sc.ev.finish(sc.acc.data());
         for (int64_t d = 0; d < Dh; ++d) oi[d] = sc.acc[d] / denom;
         lse[bh * Nq + i] = m + std::log(denom);
         if (dense_probs) {
@@ -521,6 +547,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     // Per query: dq from the positional terms, and sum_j d content_j k_j (dq's content part / scale,
     // and the key bias's gradient).
     std::vector<T> ds(static_cast<size_t>(row_keys)), dq_row(static_cast<size_t>(Dh)), dck(static_cast<size_t>(Dh));
+    RowDotSums<T> dq_table(Dh), dq_content(Dh);
     // Block state, per slot (an active query of the block): its segments, its d content / d k_j
     // (ka), dout, q and the three per-key buffers of phase A.
     std::vector<Segment> segs[kQ];
@@ -572,8 +599,6 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
           ka_q[d] = sc.qs[d] + (hd.key_bias ? hd.key_bias[d] : T(0));  // d content / d k_j
           wv[slot * Dh + d] = doi[d];
           wt[slot * Dh + d] = qi[d];
-          dq_row[d] = T(0);
-          dck[d] = T(0);
         }
         for (size_t n = 0; n < segs[slot].size(); ++n) {
           const Segment& g = segs[slot][n];
@@ -632,15 +657,17 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
               for (int64_t t = 0; t < len; ++t) gb[t] += dp[t];
             }
             if (hd.table_t)  // dq += sum_j dp T[r] (the table's own gradient: phase B, from dp)
-              add_row_dots(Dh, dp, hd.table_t + g.r0, R, len, dq_row.data());
+              dq_table.add(dp, hd.table_t + g.r0, R, len);
             if (dp_q) zero_outside(dp_q, block_runs[n].r0, block_runs[n].r1, g.r0, g.r0 + len);
           }
           // content = scale q.k + a.k: dq += scale dc k, da += dc k (dk += dc ka: phase B)
-          add_row_dots(Dh, dc, hd.kt + g.j0, N, len, dck.data());
+          dq_content.add(dc, hd.kt + g.j0, N, len);
           zero_outside(pm_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
           zero_outside(dc_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
         }
         T* dqi = grads.dq + (bh * Nq + i) * Dh;
+        dq_table.finish(dq_row.data());
+        dq_content.finish(dck.data());
         for (int64_t d = 0; d < Dh; ++d) {
           dqi[d] = dq_row[d] + static_cast<T>(P.scale) * dck[d];
           if (hb_key_bias) hb_key_bias[d] += dck[d];
