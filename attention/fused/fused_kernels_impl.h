@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "attention/fused/fused_kernels.h"
@@ -69,11 +70,46 @@ struct Lanes {
     std::memcpy(&x, p, sizeof x);
     return x;
   }
+  static void store(T* p, Vec x) { std::memcpy(p, &x, sizeof x); }
   static Vec splat(T value) {
     Vec x;
     for (int l = 0; l < kCount; ++l) x[l] = value;
     return x;
   }
+  // exp_row lane by lane: float in vector arithmetic (the same steps as exp_row(float)),
+  // double through std::exp.
+  static Vec exp(Vec x) {
+    if constexpr (std::is_same_v<T, float>) {
+      typedef int32_t Int __attribute__((vector_size(POSGRAD_FUSED_VECTOR_BYTES)));
+      const Int underflow = x < -87.0f;
+      x = x < -87.0f ? splat(-87.0f) : (x > 88.0f ? splat(88.0f) : x);
+      const Vec n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+      const Vec r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+      Vec p = splat(1.0f / 720.0f);
+      p = p * r + 1.0f / 120.0f;
+      p = p * r + 1.0f / 24.0f;
+      p = p * r + 1.0f / 6.0f;
+      p = p * r + 0.5f;
+      p = p * r + 1.0f;
+      p = p * r + 1.0f;
+      const Vec scale = reinterpret_cast<Vec>((__builtin_convertvector(n, Int) + 127) << 23);
+      return underflow ? splat(0.0f) : p * scale;
+    } else {
+      for (int l = 0; l < kCount; ++l) x[l] = std::exp(x[l]);
+      return x;
+    }
+  }
+};
+
+// Lanes' interface for one element (the last len % kCount keys of a run).
+template <typename T>
+struct ScalarLane {
+  using Vec = T;
+  static constexpr int kCount = 1;
+  static T load(const T* p) { return *p; }
+  static void store(T* p, T x) { *p = x; }
+  static T splat(T value) { return value; }
+  static T exp(T x) { return exp_row(x); }
 };
 
 // The largest of s[0, len) (-inf for an empty run).
@@ -222,6 +258,7 @@ struct Prepared {
     vt = Tensor::empty({BH, Dh, N}, dt);
     akey = Tensor::zeros({BH, N}, dt);
     ones = Tensor::full({std::max<int64_t>({P.R, N, 1})}, 1.0, dt);
+
     T* ktp = kt.data<T>();
     T* vtp = vt.data<T>();
     T* ap = akey.data<T>();
@@ -347,6 +384,94 @@ void segment_logits(const Head<T>& hd, const Problem& P, const T* qi, const T* q
     const uint8_t* pad = hd.padded + g.j0;
     for (int64_t t = 0; t < len; ++t)
       if (pad[t]) s[t] = -std::numeric_limits<T>::infinity();
+  }
+}
+
+// Where phase A of the backward (below) leaves one run's per-key terms. pm and dc are indexed by
+// key (from the run's first key), dp by relative entry (from the run's r0); the table gradients
+// are the head's rows from r0. Gradients nobody needs point at a scratch row (`junk`), so the
+// loop below has no branch per term.
+template <typename T>
+struct RunTerms {
+  T* pm;        // e M: dv_j's weight of dout_i
+  T* dc;        // d loss / d content
+  T* dp;        // d loss / d positional
+  T* g_bias;    // += dp
+  T* g_mod;     // += ds (content + modpos positional)
+  T* g_modpos;  // += dc positional
+  T* g_mask;    // += e (dout_i . v_j - D)
+};
+
+// Phase A of the backward for one run of keys of one query, after its logits (segment_logits:
+// s, content c and positional p), for a head width DH known at compile time: the probabilities
+// e = exp(s - lse), dout_i . v_j and every per-key term in one pass over the keys, the d-sum in
+// registers (the generic code in backward() takes one pass per term). Written in explicit vectors
+// (Lanes), one vector of keys per step and the run's last keys one by one.
+// kModulated: some modulation or mask has a gradient (g_mod, g_modpos, g_mask are written).
+template <typename T, int DH, bool kModulated>
+struct RunBackwardStep {
+  T wo[DH];      // dout_i
+  const T* vr;   // v row of d = 0 (rows N apart)
+  int64_t N;
+  const T *s, *c, *p, *mod, *mp, *mk;
+  T row_lse, D, eps;
+  RunTerms<T> out;
+
+  template <class L>
+  void operator()(int64_t t) const {
+    using V = typename L::Vec;
+    V dov = L::splat(T(0));
+    for (int d = 0; d < DH; ++d) dov += wo[d] * L::load(vr + d * N + t);
+    const V m = L::load(mod + t), modpos = L::load(mp + t), mask = L::load(mk + t);
+    const V e = L::exp(L::load(s + t) - row_lse);
+    const V ds = e * (mask * (dov - D) - eps * D);  // d loss / d s
+    const V dc = ds * m;
+    const V dp = dc * modpos;
+    L::store(out.pm + t, e * mask);
+    L::store(out.dc + t, dc);
+    L::store(out.dp + t, dp);
+    L::store(out.g_bias + t, L::load(out.g_bias + t) + dp);
+    if constexpr (kModulated) {
+      const V positional = L::load(p + t);
+      L::store(out.g_mod + t, L::load(out.g_mod + t) + ds * (L::load(c + t) + modpos * positional));
+      L::store(out.g_modpos + t, L::load(out.g_modpos + t) + dc * positional);
+      L::store(out.g_mask + t, L::load(out.g_mask + t) + e * (dov - D));
+    }
+  }
+};
+
+template <typename T, int DH, bool kModulated>
+void run_backward_fixed(const Head<T>& hd, const Problem& P, const Segment& g, const T* s, const T* c, const T* p,
+                        const T* doi, T row_lse, T D, T eps, const RunTerms<T>& out) {
+  RunBackwardStep<T, DH, kModulated> step;
+  for (int d = 0; d < DH; ++d) step.wo[d] = doi[d];
+  step.N = P.N;
+  step.vr = hd.vt + g.j0;
+  step.s = s;
+  step.c = c;
+  step.p = p;
+  step.mod = hd.mod + g.r0;
+  step.mp = hd.modpos + g.r0;
+  step.mk = hd.mask + g.r0;
+  step.row_lse = row_lse;
+  step.D = D;
+  step.eps = eps;
+  step.out = out;
+  constexpr int W = Lanes<T>::kCount;
+  int64_t t = 0;
+  for (; t + W <= g.len; t += W) step.template operator()<Lanes<T>>(t);
+  for (; t < g.len; ++t) step.template operator()<ScalarLane<T>>(t);
+}
+
+template <typename T>
+void run_backward(int64_t Dh, bool modulated, const Head<T>& hd, const Problem& P, const Segment& g, const T* s,
+                  const T* c, const T* p, const T* doi, T row_lse, T D, T eps, const RunTerms<T>& out) {
+  if (Dh == 8) {
+    if (modulated) run_backward_fixed<T, 8, true>(hd, P, g, s, c, p, doi, row_lse, D, eps, out);
+    else run_backward_fixed<T, 8, false>(hd, P, g, s, c, p, doi, row_lse, D, eps, out);
+  } else {
+    if (modulated) run_backward_fixed<T, 16, true>(hd, P, g, s, c, p, doi, row_lse, D, eps, out);
+    else run_backward_fixed<T, 16, false>(hd, P, g, s, c, p, doi, row_lse, D, eps, out);
   }
 }
 
@@ -548,6 +673,8 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     // and the key bias's gradient).
     std::vector<T> ds(static_cast<size_t>(row_keys)), dq_row(static_cast<size_t>(Dh)), dck(static_cast<size_t>(Dh));
     RowDotSums<T> dq_table(Dh), dq_content(Dh);
+    // run_backward's destination for the table gradients nobody needs: 4 rows of R.
+    std::vector<T> junk(static_cast<size_t>(4 * R));
     // Block state, per slot (an active query of the block): its segments, its d content / d k_j
     // (ka), dout, q and the three per-key buffers of phase A.
     std::vector<Segment> segs[kQ];
@@ -580,6 +707,10 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
       T* hb_mod = my_mod ? my_mod + h * R : nullptr;
       T* hb_modpos = my_modpos ? my_modpos + h * R : nullptr;
       T* hb_mask = my_mask ? my_mask + h * R : nullptr;
+      // run_backward (the per-key terms in one pass) takes heads of width 8 or 16 with a
+      // positional term.
+      const bool one_pass = positional && (Dh == 8 || Dh == 16);
+      const bool modulated = hb_mod || hb_modpos || hb_mask;
 
       // Phase A for the query of slot `slot` (the block's unions already in block_runs).
       auto query_terms = [&](int slot) {
@@ -603,6 +734,21 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
         for (size_t n = 0; n < segs[slot].size(); ++n) {
           const Segment& g = segs[slot][n];
           const int64_t len = g.len;
+          if (one_pass) {
+            auto table_row = [&](T* row, int which) { return (row ? row : junk.data() + which * R) + g.r0; };
+            const RunTerms<T> terms{pm_q + g.j0,           dc_q + g.j0,           dp_q ? dp_q + g.r0 : ds.data(),
+                                    table_row(hb_bias, 0), table_row(hb_mod, 1),  table_row(hb_modpos, 2),
+                                    table_row(hb_mask, 3)};
+            segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data(), sc.c.data(), sc.p.data(), positional);
+            run_backward(Dh, modulated, hd, P, g, sc.s.data(), sc.c.data(), sc.p.data(), doi, row_lse, D, eps,
+                         terms);
+            if (hd.table_t) dq_table.add(terms.dp, hd.table_t + g.r0, R, len);
+            if (dp_q) zero_outside(dp_q, block_runs[n].r0, block_runs[n].r1, g.r0, g.r0 + len);
+            dq_content.add(terms.dc, hd.kt + g.j0, N, len);
+            zero_outside(pm_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
+            zero_outside(dc_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
+            continue;
+          }
           T* __restrict s = sc.s.data();
           T* __restrict c = sc.c.data();
           T* __restrict p = sc.p.data();

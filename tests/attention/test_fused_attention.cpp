@@ -58,6 +58,10 @@ const std::vector<FusedCase> kCases = {
     {"ape", {{"ape", {{"decay", "0.9"}}}}, {11}, true},
     {"local_window", {{"local_window", {{"radius", "2"}}}}, {11}, true},
     {"adaptive_span", {{"adaptive_span", {{"max_span", "6"}, {"ramp", "2"}, {"init", "0.4"}}}}, {11}, false},
+    {"siren+adaptive_span",
+     {{"siren", {{"hidden", "16"}}}, {"adaptive_span", {{"max_span", "6"}, {"ramp", "2"}, {"init", "0.4"}}}},
+     {11},
+     true},
     {"t5_bias+adaptive_span",
      {{"t5_bias", {{"buckets", "8"}, {"max_distance", "16"}}}, {"adaptive_span", {{"max_span", "8"}, {"ramp", "3"}, {"init", "0.2"}}}},
      {11},
@@ -97,11 +101,11 @@ std::unique_ptr<MultiHeadAttention> make_layer(const FusedCase& c, int64_t D, in
 
 BOOST_AUTO_TEST_SUITE(fused_path)
 
-// Head widths 4 and 8 (the thesis's: the forward's segment_logits_fixed wherever there is a
-// query table).
+// Head widths 4, 8 (the thesis's) and 16: the last two take the fixed-width loops (the forward's
+// segment_logits_fixed, the backward's run_backward) wherever there is a query table.
 BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
   const int64_t H = 2;
-  for (const int64_t D : {8, 16})
+  for (const int64_t D : {8, 16, 32})
   for (const DType dtype : {kFloat64, kFloat32})
     for (const bool causal : {false, true})
       for (const bool padded : {false, true}) {
