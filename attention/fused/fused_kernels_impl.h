@@ -300,8 +300,9 @@ struct Prepared {
 };
 
 // segment_logits for a head width DH known at compile time and a query table: content,
-// positional and s in one pass over the keys (the d-sums stay in registers).
-template <typename T, int DH>
+// positional and s in one pass over the keys (the d-sums stay in registers); c and p are stored
+// only for kKeepTerms (the backward needs them, the forward only s).
+template <typename T, int DH, bool kKeepTerms>
 void segment_logits_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const Segment& g,
                           T* __restrict s, T* __restrict c, T* __restrict p) {
   const int64_t N = P.N, R = P.R, len = g.len;
@@ -325,21 +326,26 @@ void segment_logits_fixed(const Head<T>& hd, const Problem& P, const T* qi, cons
       content += wk[d] * kr[d][t];
       positional += wq[d] * tr[d][t];
     }
-    c[t] = content;
-    p[t] = positional;
+    if constexpr (kKeepTerms) {
+      c[t] = content;
+      p[t] = positional;
+    }
     s[t] = mod[t] * (content + mp[t] * positional);
   }
 }
 
-// The logits of one segment: content into c, positional into p (when there is a positional
-// term), s = mod (c + modpos p), -inf at padded keys. qs = scale * q_i.
+// The logits of one segment: s = mod (c + modpos p), -inf at padded keys, with the content c
+// and the positional term p (when there is one) left in c and p when keep_terms (otherwise
+// c and p may or may not be used as scratch). qs = scale * q_i.
 template <typename T>
 void segment_logits(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const Segment& g, T* __restrict s,
-                    T* __restrict c, T* __restrict p, bool positional) {
+                    T* __restrict c, T* __restrict p, bool positional, bool keep_terms = true) {
   const int64_t N = P.N, R = P.R, Dh = P.Dh, len = g.len;
   if (positional && hd.table_t && (Dh == 8 || Dh == 16)) {
-    if (Dh == 8) segment_logits_fixed<T, 8>(hd, P, qi, qs, g, s, c, p);
-    else segment_logits_fixed<T, 16>(hd, P, qi, qs, g, s, c, p);
+    if (Dh == 8 && keep_terms) segment_logits_fixed<T, 8, true>(hd, P, qi, qs, g, s, c, p);
+    else if (Dh == 8) segment_logits_fixed<T, 8, false>(hd, P, qi, qs, g, s, c, p);
+    else if (keep_terms) segment_logits_fixed<T, 16, true>(hd, P, qi, qs, g, s, c, p);
+    else segment_logits_fixed<T, 16, false>(hd, P, qi, qs, g, s, c, p);
     if (hd.padded) {
       const uint8_t* pad = hd.padded + g.j0;
       for (int64_t t = 0; t < len; ++t)
@@ -530,7 +536,8 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         const int64_t L = sc.collect(P.geometry, first + i);
         int64_t off = 0;
         for (const Segment& g : sc.segs) {
-          segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data() + off, sc.c.data(), sc.p.data(), positional);
+          segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data() + off, sc.c.data(), sc.p.data(), positional,
+                         /*keep_terms=*/false);
           off += g.len;
         }
         const T m = row_max(sc.s.data(), L);
