@@ -128,6 +128,26 @@ T row_max(const T* s, int64_t len) {
   return m;
 }
 
+// e[t] = exp(s[t] - m) for t < len; returns the sum of e (per-lane partial sums).
+template <typename T>
+T exp_and_sum(const T* s, T m, T* e, int64_t len) {
+  using L = Lanes<T>;
+  typename L::Vec lane = L::splat(T(0));
+  int64_t t = 0;
+  for (; t + L::kCount <= len; t += L::kCount) {
+    const typename L::Vec x = L::exp(L::load(s + t) - m);
+    L::store(e + t, x);
+    lane += x;
+  }
+  T z = 0;
+  for (int l = 0; l < L::kCount; ++l) z += lane[l];
+  for (; t < len; ++t) {
+    e[t] = exp_row(s[t] - m);
+    z += e[t];
+  }
+  return z;
+}
+
 // Dh dot products summed over the runs of one query: sum over runs of sum_t w[t] rows[d stride + t]
 // for d < Dh (the forward's e . v, dq from k or from the query table). One pass over each run
 // computes all Dh sums; each keeps per-lane partial sums across the query's runs, and the lanes
@@ -546,23 +566,25 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
           lse[bh * Nq + i] = std::numeric_limits<T>::infinity();
           continue;
         }
-        T Z = 0, W = 0;
+        // Z = sum exp(s - m) over the whole row; W = the same with the mask (Z without one).
+        const T Z = exp_and_sum(sc.s.data(), m, sc.e.data(), L);
+        T W = Z;
+        if (masked) {
+          W = 0;
+          off = 0;
+          for (const Segment& g : sc.segs) {
+            T* __restrict e = sc.e.data() + off;
+            const T* __restrict mk = hd.mask + g.r0;
+            for (int64_t t = 0; t < g.len; ++t) {
+              e[t] *= mk[t];
+              W += e[t];
+            }
+            off += g.len;
+          }
+        }
         off = 0;
         for (const Segment& g : sc.segs) {
-          T* __restrict e = sc.e.data() + off;
-          const T* __restrict s = sc.s.data() + off;
-          const T* __restrict mk = hd.mask + g.r0;
-          T z = 0, w = 0;
-#pragma omp simd reduction(+ : z, w)
-          for (int64_t t = 0; t < g.len; ++t) {
-            const T ex = exp_row(s[t] - m);
-            z += ex;
-            e[t] = ex * mk[t];
-            w += e[t];
-          }
-          Z += z;
-          W += w;
-          sc.ev.add(e, hd.vt + g.j0, N, g.len);
+          sc.ev.add(sc.e.data() + off, hd.vt + g.j0, N, g.len);
           off += g.len;
         }
         const T denom = masked ? W + static_cast<T>(kMaskEpsilon) * Z : W;
