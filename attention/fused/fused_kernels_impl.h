@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -501,20 +502,31 @@ void run_backward(int64_t Dh, bool modulated, const Head<T>& hd, const Problem& 
   }
 }
 
-// The segments of query i into `out` (replacing its contents); returns their total length.
-inline int64_t collect_segments(const RowGeometry& geo, int64_t i, std::vector<Segment>& out) {
-  out.clear();
-  return geo.for_each_segment(i, [&](int64_t j0, int64_t r0, int64_t len) { out.push_back({j0, r0, len}); });
-}
+// Every query's runs of keys (RowGeometry::for_each_segment), listed once per call: they depend
+// on the query's place on the grid only, not on the batch row or the head.
+class QuerySegments {
+ public:
+  QuerySegments(const RowGeometry& geo, int64_t first, int64_t Nq) : start_{0}, keys_(static_cast<size_t>(Nq)) {
+    for (int64_t i = 0; i < Nq; ++i) {
+      keys_[i] = geo.for_each_segment(first + i, [&](int64_t j0, int64_t r0, int64_t len) { segs_.push_back({j0, r0, len}); });
+      start_.push_back(segs_.size());
+    }
+  }
+  // Query row i's runs, and the number of keys they cover.
+  std::span<const Segment> of(int64_t i) const { return {segs_.data() + start_[i], segs_.data() + start_[i + 1]}; }
+  int64_t keys(int64_t i) const { return keys_[i]; }
+
+ private:
+  std::vector<size_t> start_;  // [Nq + 1]
+  std::vector<Segment> segs_;
+  std::vector<int64_t> keys_;  // [Nq]
+};
 
 template <typename T>
 struct Scratch {
   std::vector<T> s, c, p, e, qs, acc;
-  std::vector<Segment> segs;
   RowDotSums<T> ev;  // the forward's sum_j e_j v_j
   Scratch(int64_t keys, int64_t Dh) : s(keys), c(keys), p(keys), e(keys), qs(Dh), acc(Dh), ev(Dh) {}
-  // The segments of query i (and their total length).
-  int64_t collect(const RowGeometry& geo, int64_t i) { return collect_segments(geo, i, segs); }
 };
 
 }  // namespace
@@ -542,6 +554,7 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
   const int64_t row_keys = max_row_keys(P.geometry);
   constexpr int64_t kChunk = 32;  // queries per work item
   const int64_t chunks = (Nq + kChunk - 1) / kChunk, items = BH * chunks;
+  const QuerySegments segments(P.geometry, first, Nq);
 #pragma omp parallel if (items > 1 && thread_count() > 1)
   {
     Scratch<T> sc(row_keys, Dh);
@@ -553,9 +566,10 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         const T* qi = hd.q + i * Dh;
         T* oi = out + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) sc.qs[d] = static_cast<T>(P.scale) * qi[d];
-        const int64_t L = sc.collect(P.geometry, first + i);
+        const std::span<const Segment> segs = segments.of(i);
+        const int64_t L = segments.keys(i);
         int64_t off = 0;
-        for (const Segment& g : sc.segs) {
+        for (const Segment& g : segs) {
           segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data() + off, sc.c.data(), sc.p.data(), positional,
                          /*keep_terms=*/false);
           off += g.len;
@@ -572,7 +586,7 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         if (masked) {
           W = 0;
           off = 0;
-          for (const Segment& g : sc.segs) {
+          for (const Segment& g : segs) {
             T* __restrict e = sc.e.data() + off;
             const T* __restrict mk = hd.mask + g.r0;
             for (int64_t t = 0; t < g.len; ++t) {
@@ -583,7 +597,7 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
           }
         }
         off = 0;
-        for (const Segment& g : sc.segs) {
+        for (const Segment& g : segs) {
           sc.ev.add(sc.e.data() + off, hd.vt + g.j0, N, g.len);
           off += g.len;
         }
@@ -594,7 +608,7 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         if (dense_probs) {
           T* row = dense_probs + (bh * Nq + i) * N;  // zeroed by the caller
           off = 0;
-          for (const Segment& g : sc.segs) {
+          for (const Segment& g : segs) {
             for (int64_t t = 0; t < g.len; ++t) row[g.j0 + t] = sc.e[off + t] / denom;
             off += g.len;
           }
@@ -663,6 +677,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
               const T* lse, const T* dout, const Grads<T>& grads) {
   const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, Dh = P.Dh, R = P.R, H = P.H;
   const Prepared<T> prep(P, tables, k, v);
+  const QuerySegments segments(P.geometry, first, Nq);
   const bool positional = tables.query_table_t || tables.bias;
   const bool masked = tables.prob_mask != nullptr;
   const T eps = masked ? static_cast<T>(kMaskEpsilon) : T(0);
@@ -706,7 +721,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     std::vector<T> junk(static_cast<size_t>(4 * R));
     // Block state, per slot (an active query of the block): its segments, its d content / d k_j
     // (ka), dout, q and the three per-key buffers of phase A.
-    std::vector<Segment> segs[kQ];
+    std::span<const Segment> segs[kQ];
     int64_t slot_query[kQ];
     std::vector<T> ka(static_cast<size_t>(kQ * Dh)), wv(static_cast<size_t>(kQ * Dh)),
         wt(static_cast<size_t>(kQ * Dh));
@@ -889,7 +904,8 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
           T* dqi = grads.dq + (bh * Nq + i) * Dh;
           for (int64_t d = 0; d < Dh; ++d) dqi[d] = T(0);
           if (lse[bh * Nq + i] == std::numeric_limits<T>::infinity()) continue;  // no key: no gradient
-          if (collect_segments(P.geometry, first + i, segs[qn]) == 0) continue;
+          if (segments.keys(i) == 0) continue;
+          segs[qn] = segments.of(i);
           slot_query[qn++] = i;
         }
         // Queries of one grid line clip the leading dims alike, so every one that sees a key has
