@@ -34,9 +34,14 @@ struct RowGeometry {
   std::vector<int64_t> structure;  // S per dim; empty = no grid
   std::vector<int64_t> lo, hi;     // inclusive offset box per dim, inside the grid's range
   int64_t tokens = 0;              // N
+  // Column tables (column_tables.h): relative entries r index the table of the query's last
+  // coordinate x, r = a S_last + x' for the leading dims' relative row a and the key's last
+  // coordinate x'. Runs of whole rows then join into one run of keys.
+  bool column_tables = false;
 
   // Calls fn(j0, r0, len) for every run of keys j0 .. j0+len-1 (relative entries r0 .. r0+len-1)
-  // that query i sees. Returns the number of keys visited.
+  // that query i sees; runs that continue each other in keys and in entries come as one. Returns
+  // the number of keys visited.
   template <typename Fn>
   int64_t for_each_segment(int64_t i, Fn&& fn) const;
 };
@@ -50,6 +55,9 @@ struct Problem {
   double scale = 1.0;
   const uint8_t* padded = nullptr;  // [B, N], 1 = padded key; null = none
   RowGeometry geometry;
+  // Tables per head: 1, or S_last with column tables (the table of head h and last coordinate x
+  // is "head" h * table_columns + x of the [H * table_columns, ...] tables; R is then a S_last).
+  int64_t table_columns = 1;
 };
 
 // Table pointers (null = absent). query_table is transposed: [H, Dh, R].
@@ -109,7 +117,9 @@ int64_t RowGeometry::for_each_segment(int64_t i, Fn&& fn) const {
   rstride[n - 1] = 1;
   for (int64_t d = n - 2; d >= 0; --d) {
     gstride[d] = gstride[d + 1] * structure[d + 1];
-    rstride[d] = rstride[d + 1] * (2 * structure[d + 1] - 1);
+    // Column tables: the last dim's entries are the key's coordinate (S of them), not the offset.
+    const int64_t entries = column_tables && d == n - 2 ? structure[d + 1] : 2 * structure[d + 1] - 1;
+    rstride[d] = rstride[d + 1] * entries;
   }
   for (int64_t d = 0; d < n; ++d) {
     olo[d] = lo[d] > -coord[d] ? lo[d] : -coord[d];
@@ -118,14 +128,21 @@ int64_t RowGeometry::for_each_segment(int64_t i, Fn&& fn) const {
     o[d] = olo[d];
   }
   const int64_t last = n - 1, len = ohi[last] - olo[last] + 1;
-  int64_t visited = 0;
+  int64_t visited = 0, run_j0 = 0, run_r0 = 0, run_len = 0;  // the run being joined
   while (true) {
     int64_t j0 = 0, r0 = 0;
     for (int64_t d = 0; d < n; ++d) {
       j0 += (coord[d] + o[d]) * gstride[d];
-      r0 += (o[d] + structure[d] - 1) * rstride[d];
+      // Column tables: the last dim's entry is the key's coordinate.
+      const int64_t entry = column_tables && d == last ? coord[d] + o[d] : o[d] + structure[d] - 1;
+      r0 += entry * rstride[d];
     }
-    fn(j0, r0, len);
+    if (run_len > 0 && j0 == run_j0 + run_len && r0 == run_r0 + run_len) {
+      run_len += len;
+    } else {
+      if (run_len > 0) fn(run_j0, run_r0, run_len);
+      run_j0 = j0, run_r0 = r0, run_len = len;
+    }
     visited += len;
     // Next combination of the leading dims' offsets (odometer, last leading dim fastest).
     int64_t d = last - 1;
@@ -136,6 +153,7 @@ int64_t RowGeometry::for_each_segment(int64_t i, Fn&& fn) const {
     if (d < 0) break;
     ++o[d];
   }
+  fn(run_j0, run_r0, run_len);
   return visited;
 }
 

@@ -301,8 +301,10 @@ struct Prepared {
       }
     });
   }
-  Head<T> head(const Problem& P, const Tables<T>& tables, const T* q, int64_t bh) const {
+  // The head of batch-head bh, with the tables of query column x (column tables; else x = 0).
+  Head<T> head(const Problem& P, const Tables<T>& tables, const T* q, int64_t bh, int64_t x = 0) const {
     const int64_t h = bh % P.H, b = bh / P.H, N = P.N, Dh = P.Dh, R = P.R;
+    const int64_t th = h * P.table_columns + x;  // the relative tables' head
     const T* one = ones.data<T>();
     Head<T> hd;
     hd.q = q + bh * P.Nq * Dh;
@@ -310,11 +312,11 @@ struct Prepared {
     hd.vt = vt.data<T>() + bh * Dh * N;
     hd.akey = akey.data<T>() + bh * N;
     hd.key_bias = tables.key_bias ? tables.key_bias + h * Dh : nullptr;
-    hd.table_t = tables.query_table_t ? tables.query_table_t + h * Dh * R : nullptr;
-    hd.bias = tables.bias ? tables.bias + h * R : nullptr;
-    hd.mod = tables.modulation ? tables.modulation + h * R : one;
-    hd.modpos = tables.positional_modulation ? tables.positional_modulation + h * R : one;
-    hd.mask = tables.prob_mask ? tables.prob_mask + h * R : one;
+    hd.table_t = tables.query_table_t ? tables.query_table_t + th * Dh * R : nullptr;
+    hd.bias = tables.bias ? tables.bias + th * R : nullptr;
+    hd.mod = tables.modulation ? tables.modulation + th * R : one;
+    hd.modpos = tables.positional_modulation ? tables.positional_modulation + th * R : one;
+    hd.mask = tables.prob_mask ? tables.prob_mask + th * R : one;
     hd.padded = P.padded ? P.padded + b * N : nullptr;
     return hd;
   }
@@ -561,8 +563,9 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t bh = item / chunks, i_begin = (item % chunks) * kChunk, i_end = std::min(Nq, i_begin + kChunk);
-      const Head<T> hd = prep.head(P, tables, q, bh);
+      Head<T> hd = prep.head(P, tables, q, bh);
       for (int64_t i = i_begin; i < i_end; ++i) {
+        if (P.table_columns > 1) hd = prep.head(P, tables, q, bh, (first + i) % P.table_columns);
         const T* qi = hd.q + i * Dh;
         T* oi = out + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) sc.qs[d] = static_cast<T>(P.scale) * qi[d];
@@ -667,7 +670,9 @@ void zero_outside(T* buffer, int64_t union_begin, int64_t union_end, int64_t beg
 
 // The backward visits the queries in blocks of up to kQueryBlock consecutive tokens of one line
 // of the grid (the same leading coordinates), which therefore see the same grid rows of keys:
-// their k-th segments cover the same row, shifted along the last axis. Per query (phase A) it
+// their k-th segments cover the same row, shifted along the last axis. With column tables the
+// blocks are consecutive tokens of one column instead (the same table; their one run each is
+// shifted by a row). Per query (phase A) it
 // recomputes the logits and computes the row's own gradients (dq, the per-entry tables), and
 // leaves its per-key terms in block buffers: e m (for dv), d content (for dk) and d positional
 // (for the query table), indexed by key / relative entry. Per block (phase B) the union of the
@@ -684,6 +689,14 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
   const int64_t row_keys = max_row_keys(P.geometry);
   // Tokens per line of the grid: a block never crosses one (no grid: every query sees all keys).
   const int64_t line = P.geometry.structure.empty() ? std::max<int64_t>(N, 1) : P.geometry.structure.back();
+  // The order of the queries and the group (grid line, or column with column tables) a block
+  // stays in.
+  const int64_t C = P.table_columns, HT = H * C;  // HT: heads of the relative tables
+  std::vector<int64_t> order;
+  order.reserve(static_cast<size_t>(Nq));
+  for (int64_t x = 0; x < C; ++x)
+    for (int64_t i = ((x - first) % C + C) % C; i < Nq; i += C) order.push_back(i);
+  auto group_of = [&](int64_t i) { return C > 1 ? (first + i) % C : (first + i) / line; };
   const DType dt = dtype_of<T>();
   Tensor dkt = Tensor::zeros({BH, Dh, N}, dt), dvt = Tensor::zeros({BH, Dh, N}, dt);
   T* dktp = dkt.data<T>();
@@ -702,11 +715,11 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     return table_grads.back().per_thread.template data<T>();
   };
   T* g_key_bias = table_grad(grads.key_bias, H * Dh);
-  T* g_table_t = table_grad(grads.query_table_t, H * Dh * R);
-  T* g_bias = table_grad(grads.bias, H * R);
-  T* g_mod = table_grad(grads.modulation, H * R);
-  T* g_modpos = table_grad(grads.positional_modulation, H * R);
-  T* g_mask = table_grad(grads.prob_mask, H * R);
+  T* g_table_t = table_grad(grads.query_table_t, HT * Dh * R);
+  T* g_bias = table_grad(grads.bias, HT * R);
+  T* g_mod = table_grad(grads.modulation, HT * R);
+  T* g_modpos = table_grad(grads.positional_modulation, HT * R);
+  T* g_mask = table_grad(grads.prob_mask, HT * R);
 
 #pragma omp parallel if (BH > 1 && threads > 1)
   {
@@ -717,7 +730,7 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     // and the key bias's gradient).
     std::vector<T> ds(static_cast<size_t>(row_keys)), dq_row(static_cast<size_t>(Dh)), dck(static_cast<size_t>(Dh));
     RowDotSums<T> dq_table(Dh), dq_content(Dh);
-    // run_backward's destination for the table gradients nobody needs: 4 rows of R.
+    // run_backward's destination for the table gradients nobody needs: 4 rows of R entries.
     std::vector<T> junk(static_cast<size_t>(4 * R));
     // Block state, per slot (an active query of the block): its segments, its d content / d k_j
     // (ka), dout, q and the three per-key buffers of phase A.
@@ -734,27 +747,34 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
     std::vector<BlockRun> block_runs;
     auto mine = [&](T* base, int64_t size) { return base ? base + tid * size : nullptr; };
     T* my_key_bias = mine(g_key_bias, H * Dh);
-    T* my_table_t = mine(g_table_t, H * Dh * R);
-    T* my_bias = mine(g_bias, H * R);
-    T* my_mod = mine(g_mod, H * R);
-    T* my_modpos = mine(g_modpos, H * R);
-    T* my_mask = mine(g_mask, H * R);
+    T* my_table_t = mine(g_table_t, HT * Dh * R);
+    T* my_bias = mine(g_bias, HT * R);
+    T* my_mod = mine(g_mod, HT * R);
+    T* my_modpos = mine(g_modpos, HT * R);
+    T* my_mask = mine(g_mask, HT * R);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < BH; ++bh) {
       const int64_t h = bh % H;
-      const Head<T> hd = prep.head(P, tables, q, bh);
+      Head<T> hd;
       T* dkth = dktp + bh * Dh * N;
       T* dvth = dvtp + bh * Dh * N;
       T* hb_key_bias = my_key_bias ? my_key_bias + h * Dh : nullptr;
-      T* hb_table_t = my_table_t ? my_table_t + h * Dh * R : nullptr;
-      T* hb_bias = my_bias ? my_bias + h * R : nullptr;
-      T* hb_mod = my_mod ? my_mod + h * R : nullptr;
-      T* hb_modpos = my_modpos ? my_modpos + h * R : nullptr;
-      T* hb_mask = my_mask ? my_mask + h * R : nullptr;
+      T *hb_table_t, *hb_bias, *hb_mod, *hb_modpos, *hb_mask;
+      // The head and this thread's table gradients of query column x (x = 0 without column tables).
+      auto select_column = [&](int64_t x) {
+        const int64_t th = h * C + x;
+        hd = prep.head(P, tables, q, bh, x);
+        hb_table_t = my_table_t ? my_table_t + th * Dh * R : nullptr;
+        hb_bias = my_bias ? my_bias + th * R : nullptr;
+        hb_mod = my_mod ? my_mod + th * R : nullptr;
+        hb_modpos = my_modpos ? my_modpos + th * R : nullptr;
+        hb_mask = my_mask ? my_mask + th * R : nullptr;
+      };
+      select_column(0);
       // run_backward (the per-key terms in one pass) takes heads of width 8 or 16 with a
       // positional term.
       const bool one_pass = positional && (Dh == 8 || Dh == 16);
-      const bool modulated = hb_mod || hb_modpos || hb_mask;
+      const bool modulated = my_mod || my_modpos || my_mask;
 
       // Phase A for the query of slot `slot` (the block's unions already in block_runs).
       auto query_terms = [&](int slot) {
@@ -896,22 +916,29 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
         }
       };
 
-      for (int64_t i0 = 0; i0 < Nq;) {
-        const int64_t next_line = ((first + i0) / line + 1) * line - first;
-        const int64_t i1 = std::min({Nq, i0 + kQ, next_line});
+      // Blocks: up to kQ queries of one group in `order` with equal numbers of segments
+      // (run_block pairs them by index; queries of one grid line always have equal numbers).
+      // With column tables only queries of one run each share a block: the runs of a column's
+      // queries are a row apart, so the unions of several runs per query could overlap.
+      for (size_t o = 0; o < order.size();) {
+        const int64_t group = group_of(order[o]);
         int qn = 0;
-        for (int64_t i = i0; i < i1; ++i) {
+        while (o < order.size() && qn < kQ && group_of(order[o]) == group) {
+          const int64_t i = order[o];
+          // No key: no gradient.
+          const bool active = lse[bh * Nq + i] != std::numeric_limits<T>::infinity() && segments.keys(i) > 0;
+          const bool joins = qn == 0 || (segments.of(i).size() == segs[0].size() && (C == 1 || segs[0].size() == 1));
+          if (active && !joins) break;  // starts the next block
+          ++o;
           T* dqi = grads.dq + (bh * Nq + i) * Dh;
           for (int64_t d = 0; d < Dh; ++d) dqi[d] = T(0);
-          if (lse[bh * Nq + i] == std::numeric_limits<T>::infinity()) continue;  // no key: no gradient
-          if (segments.keys(i) == 0) continue;
+          if (!active) continue;
           segs[qn] = segments.of(i);
           slot_query[qn++] = i;
         }
-        // Queries of one grid line clip the leading dims alike, so every one that sees a key has
-        // the same number of segments (the same grid rows): run_block pairs them by index.
-        if (qn > 0) run_block(0, qn);
-        i0 = i1;
+        if (qn == 0) continue;
+        if (C > 1) select_column(group);
+        run_block(0, qn);
       }
       // dk, dv back to [N, Dh]
       T* dkh = grads.dk + bh * N * Dh;

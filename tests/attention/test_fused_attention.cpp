@@ -79,6 +79,11 @@ const std::vector<FusedCase> kCases = {
     {"2-D rope", {{"rope", {{"axes", "split"}, {"trainable", "true"}}}}, {3, 5}, false},
     {"2-D ape_grid", {{"ape_grid", {{"decay", "0.9"}}}}, {3, 5}, false},
     {"2-D local_window", {{"local_window", {{"radius", "1"}}}}, {3, 5}, false},
+    // 3-D: column tables (fused_kernels.cpp) join a query's whole rows of the last dim; with the
+    // span's box the leading dims clip differently per query, so blocks of a column may differ in
+    // their numbers of runs.
+    {"3-D siren", {{"siren", {{"hidden", "16"}}}}, {2, 3, 4}, false},
+    {"3-D siren+gaussian_span", {{"siren", {{"hidden", "16"}}}, {"gaussian_span", {{"sigma", "0.3"}}}}, {3, 4, 3}, false},
     {"2-D gaussian_span positional + shaw",
      {{"shaw", {{"window", "2"}}}, {"gaussian_span", {{"sigma", "0.3"}, {"multiply", "positional_logits"}}}},
      {4, 3},
