@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <immintrin.h>
 #include <limits>
 #include <span>
 #include <type_traits>
@@ -66,7 +67,7 @@ template <typename T>
 struct Lanes {
   typedef T Vec __attribute__((vector_size(POSGRAD_FUSED_VECTOR_BYTES)));
   static constexpr int kCount = POSGRAD_FUSED_VECTOR_BYTES / static_cast<int>(sizeof(T));
-  static Vec load(const T* p) {  // unaligned
+  static Vec load(const T* p, T /*fill*/ = T(0)) {  // unaligned
     Vec x;
     std::memcpy(&x, p, sizeof x);
     return x;
@@ -102,50 +103,90 @@ struct Lanes {
   }
 };
 
-// Lanes' interface for one element (the last len % kCount keys of a run).
+// The first n < kCount lanes of a vector: a run's last len % kCount keys, done as one vector
+// step instead of one scalar step per key (a 2-D grid row of 21 to 31 keys would otherwise spend
+// more steps on its tail than on its body). Loads put `fill` in the other lanes and read no memory
+// there; stores leave the memory there untouched. AVX-512 masked moves where the compiler
+// targets AVX-512VL, element loops elsewhere. The vector-step code calls the same names on a
+// Lanes<T> (whole vectors, static) or on a FirstLanes<T> (these).
 template <typename T>
-struct ScalarLane {
-  using Vec = T;
-  static constexpr int kCount = 1;
-  static T load(const T* p) { return *p; }
-  static void store(T* p, T x) { *p = x; }
-  static T splat(T value) { return value; }
-  static T exp(T x) { return exp_row(x); }
+struct FirstLanes : Lanes<T> {
+  using Vec = typename Lanes<T>::Vec;
+  using Lanes<T>::kCount;
+  int n;  // 0 < n < kCount
+
+  Vec load(const T* p, T fill = T(0)) const {
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+    const unsigned k = (1u << n) - 1;
+    if constexpr (std::is_same_v<T, float> && sizeof(Vec) == 64)
+      return (Vec)_mm512_mask_loadu_ps(_mm512_set1_ps(fill), static_cast<__mmask16>(k), p);
+    else if constexpr (std::is_same_v<T, float> && sizeof(Vec) == 32)
+      return (Vec)_mm256_mask_loadu_ps(_mm256_set1_ps(fill), static_cast<__mmask8>(k), p);
+    else if constexpr (std::is_same_v<T, double> && sizeof(Vec) == 64)
+      return (Vec)_mm512_mask_loadu_pd(_mm512_set1_pd(fill), static_cast<__mmask8>(k), p);
+    else if constexpr (std::is_same_v<T, double> && sizeof(Vec) == 32)
+      return (Vec)_mm256_mask_loadu_pd(_mm256_set1_pd(fill), static_cast<__mmask8>(k), p);
+#endif
+    Vec x = Lanes<T>::splat(fill);
+    for (int l = 0; l < n; ++l) x[l] = p[l];
+    return x;
+  }
+  void store(T* p, Vec x) const {
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+    const unsigned k = (1u << n) - 1;
+    if constexpr (std::is_same_v<T, float> && sizeof(Vec) == 64)
+      return _mm512_mask_storeu_ps(p, static_cast<__mmask16>(k), (__m512)x);
+    else if constexpr (std::is_same_v<T, float> && sizeof(Vec) == 32)
+      return _mm256_mask_storeu_ps(p, static_cast<__mmask8>(k), (__m256)x);
+    else if constexpr (std::is_same_v<T, double> && sizeof(Vec) == 64)
+      return _mm512_mask_storeu_pd(p, static_cast<__mmask8>(k), (__m512d)x);
+    else if constexpr (std::is_same_v<T, double> && sizeof(Vec) == 32)
+      return _mm256_mask_storeu_pd(p, static_cast<__mmask8>(k), (__m256d)x);
+#endif
+    for (int l = 0; l < n; ++l) p[l] = x[l];
+  }
 };
+
+// Runs step(lanes, t) over t = 0, kCount, 2 kCount, ... < len: whole vectors (Lanes<T>), then the
+// last len % kCount keys as one FirstLanes<T> step.
+template <typename T, class Step>
+void for_each_vector(int64_t len, const Step& step) {
+  constexpr int W = Lanes<T>::kCount;
+  int64_t t = 0;
+  for (; t + W <= len; t += W) step(Lanes<T>{}, t);
+  if (t < len) {
+    FirstLanes<T> first;
+    first.n = static_cast<int>(len - t);
+    step(first, t);
+  }
+}
 
 // The largest of s[0, len) (-inf for an empty run).
 template <typename T>
 T row_max(const T* s, int64_t len) {
-  using L = Lanes<T>;
-  typename L::Vec lane = L::splat(-std::numeric_limits<T>::infinity());
-  int64_t t = 0;
-  for (; t + L::kCount <= len; t += L::kCount) {
-    const typename L::Vec x = L::load(s + t);
+  constexpr T kLow = -std::numeric_limits<T>::infinity();
+  typename Lanes<T>::Vec lane = Lanes<T>::splat(kLow);
+  for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
+    const auto x = lanes.load(s + t, kLow);
     lane = x > lane ? x : lane;
-  }
-  T m = -std::numeric_limits<T>::infinity();
-  for (int l = 0; l < L::kCount; ++l) m = std::max(m, lane[l]);
-  for (; t < len; ++t) m = std::max(m, s[t]);
+  });
+  T m = kLow;
+  for (int l = 0; l < Lanes<T>::kCount; ++l) m = std::max(m, lane[l]);
   return m;
 }
 
 // e[t] = exp(s[t] - m) for t < len; returns the sum of e (per-lane partial sums).
 template <typename T>
 T exp_and_sum(const T* s, T m, T* e, int64_t len) {
-  using L = Lanes<T>;
-  typename L::Vec lane = L::splat(T(0));
-  int64_t t = 0;
-  for (; t + L::kCount <= len; t += L::kCount) {
-    const typename L::Vec x = L::exp(L::load(s + t) - m);
-    L::store(e + t, x);
+  typename Lanes<T>::Vec lane = Lanes<T>::splat(T(0));
+  for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
+    // -inf past the run: exp gives 0 there, so the sum is the run's.
+    const auto x = Lanes<T>::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - m);
+    lanes.store(e + t, x);
     lane += x;
-  }
+  });
   T z = 0;
-  for (int l = 0; l < L::kCount; ++l) z += lane[l];
-  for (; t < len; ++t) {
-    e[t] = exp_row(s[t] - m);
-    z += e[t];
-  }
+  for (int l = 0; l < Lanes<T>::kCount; ++l) z += lane[l];
   return z;
 }
 
@@ -191,19 +232,15 @@ class RowDotSums {
   void add_fixed(const T* w, const T* rows, int64_t stride, int64_t len) {
     typename L::Vec part[DH];
     for (int d = 0; d < DH; ++d) part[d] = part_[d];
-    int64_t t = 0;
-    for (; t + L::kCount <= len; t += L::kCount) {
-      const typename L::Vec wt = L::load(w + t);
-      for (int d = 0; d < DH; ++d) part[d] += wt * L::load(rows + d * stride + t);
-    }
-    for (int d = 0; d < DH; ++d) {
-      part_[d] = part[d];
-      for (int64_t u = t; u < len; ++u) rest_[d] += w[u] * rows[d * stride + u];
-    }
+    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
+      const auto wt = lanes.load(w + t);  // 0 past the run
+      for (int d = 0; d < DH; ++d) part[d] += wt * lanes.load(rows + d * stride + t);
+    });
+    for (int d = 0; d < DH; ++d) part_[d] = part[d];
   }
   int64_t Dh_;
   typename L::Vec part_[kMaxFixed];
-  std::vector<T> rest_;  // [Dh]: the widths without a fixed path, and the runs' last len % lanes keys
+  std::vector<T> rest_;  // [Dh]: the widths without a fixed path
 };
 
 // out[t] = sum_d w[d] rows[d * stride + t] for t < len (dout_i . v_j for a run of keys): the d-sum
@@ -435,7 +472,7 @@ struct RunTerms {
 // s, content c and positional p), for a head width DH known at compile time: the probabilities
 // e = exp(s - lse), dout_i . v_j and every per-key term in one pass over the keys, the d-sum in
 // registers (the generic code in backward() takes one pass per term). Written in explicit vectors
-// (Lanes), one vector of keys per step and the run's last keys one by one.
+// (Lanes), one vector of keys per step (for_each_vector).
 // kModulated: some modulation or mask has a gradient (g_mod, g_modpos, g_mask are written).
 template <typename T, int DH, bool kModulated>
 struct RunBackwardStep {
@@ -447,24 +484,24 @@ struct RunBackwardStep {
   RunTerms<T> out;
 
   template <class L>
-  void operator()(int64_t t) const {
+  void operator()(const L& lanes, int64_t t) const {
     using V = typename L::Vec;
     V dov = L::splat(T(0));
-    for (int d = 0; d < DH; ++d) dov += wo[d] * L::load(vr + d * N + t);
-    const V m = L::load(mod + t), modpos = L::load(mp + t), mask = L::load(mk + t);
-    const V e = L::exp(L::load(s + t) - row_lse);
+    for (int d = 0; d < DH; ++d) dov += wo[d] * lanes.load(vr + d * N + t);
+    const V m = lanes.load(mod + t), modpos = lanes.load(mp + t), mask = lanes.load(mk + t);
+    const V e = L::exp(lanes.load(s + t) - row_lse);
     const V ds = e * (mask * (dov - D) - eps * D);  // d loss / d s
     const V dc = ds * m;
     const V dp = dc * modpos;
-    L::store(out.pm + t, e * mask);
-    L::store(out.dc + t, dc);
-    L::store(out.dp + t, dp);
-    L::store(out.g_bias + t, L::load(out.g_bias + t) + dp);
+    lanes.store(out.pm + t, e * mask);
+    lanes.store(out.dc + t, dc);
+    lanes.store(out.dp + t, dp);
+    lanes.store(out.g_bias + t, lanes.load(out.g_bias + t) + dp);
     if constexpr (kModulated) {
-      const V positional = L::load(p + t);
-      L::store(out.g_mod + t, L::load(out.g_mod + t) + ds * (L::load(c + t) + modpos * positional));
-      L::store(out.g_modpos + t, L::load(out.g_modpos + t) + dc * positional);
-      L::store(out.g_mask + t, L::load(out.g_mask + t) + e * (dov - D));
+      const V positional = lanes.load(p + t);
+      lanes.store(out.g_mod + t, lanes.load(out.g_mod + t) + ds * (lanes.load(c + t) + modpos * positional));
+      lanes.store(out.g_modpos + t, lanes.load(out.g_modpos + t) + dc * positional);
+      lanes.store(out.g_mask + t, lanes.load(out.g_mask + t) + e * (dov - D));
     }
   }
 };
@@ -486,10 +523,7 @@ void run_backward_fixed(const Head<T>& hd, const Problem& P, const Segment& g, c
   step.D = D;
   step.eps = eps;
   step.out = out;
-  constexpr int W = Lanes<T>::kCount;
-  int64_t t = 0;
-  for (; t + W <= g.len; t += W) step.template operator()<Lanes<T>>(t);
-  for (; t < g.len; ++t) step.template operator()<ScalarLane<T>>(t);
+  for_each_vector<T>(g.len, step);
 }
 
 template <typename T>
