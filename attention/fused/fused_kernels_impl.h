@@ -365,7 +365,7 @@ struct Prepared {
 template <typename T, int DH, bool kKeepTerms>
 void segment_logits_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const Segment& g,
                           T* __restrict s, T* __restrict c, T* __restrict p) {
-  const int64_t N = P.N, R = P.R, len = g.len;
+  const int64_t N = P.N, R = P.R;
   T wq[DH], wk[DH];
   const T* kr[DH];
   const T* tr[DH];
@@ -375,23 +375,23 @@ void segment_logits_fixed(const Head<T>& hd, const Problem& P, const T* qi, cons
     kr[d] = hd.kt + d * N + g.j0;
     tr[d] = hd.table_t + d * R + g.r0;
   }
-  const T* __restrict akey = hd.akey + g.j0;
-  const T* __restrict mod = hd.mod + g.r0;
-  const T* __restrict mp = hd.modpos + g.r0;
-  const T* __restrict br = hd.bias ? hd.bias + g.r0 : nullptr;
-#pragma omp simd
-  for (int64_t t = 0; t < len; ++t) {
-    T content = akey[t], positional = br ? br[t] : T(0);
+  const T* akey = hd.akey + g.j0;
+  const T* mod = hd.mod + g.r0;
+  const T* mp = hd.modpos + g.r0;
+  const T* br = hd.bias ? hd.bias + g.r0 : nullptr;
+  for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
+    using V = typename Lanes<T>::Vec;
+    V content = lanes.load(akey + t), positional = br ? lanes.load(br + t) : Lanes<T>::splat(T(0));
     for (int d = 0; d < DH; ++d) {
-      content += wk[d] * kr[d][t];
-      positional += wq[d] * tr[d][t];
+      content += wk[d] * lanes.load(kr[d] + t);
+      positional += wq[d] * lanes.load(tr[d] + t);
     }
     if constexpr (kKeepTerms) {
-      c[t] = content;
-      p[t] = positional;
+      lanes.store(c + t, content);
+      lanes.store(p + t, positional);
     }
-    s[t] = mod[t] * (content + mp[t] * positional);
-  }
+    lanes.store(s + t, lanes.load(mod + t) * (content + lanes.load(mp + t) * positional));
+  });
 }
 
 // The logits of one segment: s = mod (c + modpos p), -inf at padded keys, with the content c
