@@ -61,6 +61,15 @@ std::optional<OffsetBox> MultiHeadAttention::key_box(const Positions& positions,
   return box;
 }
 
+double MultiHeadAttention::last_computed_share(const Positions& positions, bool causal) const {
+  const double N = static_cast<double>(positions.tokens());
+  if (last_forward_fused() && !positions.is_tree()) {
+    const std::optional<OffsetBox> box = key_box(positions, causal);
+    return box ? box->pairs(positions.structure()) / (N * N) : 1.0;
+  }
+  return static_cast<double>(layout_for(positions, causal, kCPU).slots()) / N;
+}
+
 ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool causal, Device device) const {
   const std::optional<OffsetBox> box = key_box(positions, causal);
   if (box && !positions.is_tree()) {

@@ -44,6 +44,20 @@ int64_t OffsetBox::volume() const {
   return v;
 }
 
+double OffsetBox::pairs(const std::vector<int64_t>& structure) const {
+  if (structure.size() != lo.size())
+    fail("OffsetBox::pairs: a {}-D box for a {}-D grid", lo.size(), structure.size());
+  double total = 1.0;
+  for (size_t d = 0; d < structure.size(); ++d) {
+    const int64_t S = structure[d];
+    int64_t count = 0;
+    for (int64_t i = 0; i < S; ++i)
+      count += std::max<int64_t>(0, std::min(S - 1, i + hi[d]) - std::max<int64_t>(0, i + lo[d]) + 1);
+    total *= static_cast<double>(count);
+  }
+  return total;
+}
+
 bool OffsetBox::contains(const std::vector<int64_t>& offset) const {
   for (size_t d = 0; d < lo.size(); ++d)
     if (offset[d] < lo[d] || offset[d] > hi[d]) return false;

@@ -35,6 +35,9 @@ struct OffsetBox {
   OffsetBox intersect(const OffsetBox& other) const;  // error when the dims differ
   bool empty() const;                                  // some lo > hi
   int64_t volume() const;                              // number of offsets (0 when empty)
+  // Query-key pairs of a grid `structure` whose offset (key - query) lies in the box: what the
+  // fused path computes. Per dim the count of in-grid pairs, multiplied.
+  double pairs(const std::vector<int64_t>& structure) const;
   bool contains(const std::vector<int64_t>& offset) const;
   std::string describe() const;
 };

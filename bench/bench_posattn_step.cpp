@@ -194,7 +194,7 @@ int main(int argc, char** argv) try {
   const Positions positions = model.positions_for({side, side});
   double share = 0;
   for (const auto& block : model.blocks())
-    share += double(block->attention().layout_for(positions, /*causal=*/false, kCPU).slots()) / double(side * side);
+    share += block->attention().last_computed_share(positions);
   share /= double(model.blocks().size());
   if (!sigmas.empty()) fmt::print("  learned sigmas from {}: {:.3f}\n", checkpoint, fmt::join(sigmas, ", "));
   fmt::print("  median {:.1f} ms  (runs: {:.1f})  computed share of the N^2 scores {:.3f}\n", median,

@@ -32,16 +32,8 @@ std::vector<LayerStats> layer_stats(const PosattnClassifier& model, const Positi
     const ScoreLayout layout = attention.layout_for(positions, /*causal=*/false, kCPU);
     s.window = layout.is_window();
     s.slots = layout.slots();
-    s.computed_share = static_cast<double>(s.slots) / N;
-    // Pairs inside the box: the box is a product of per-dim intervals, so count per dim.
-    double pairs = 1.0;
-    for (size_t d = 0; d < S.size(); ++d) {
-      const int64_t lo = box ? box->lo[d] : -(S[d] - 1), hi = box ? box->hi[d] : S[d] - 1;
-      int64_t count = 0;
-      for (int64_t i = 0; i < S[d]; ++i) count += std::max<int64_t>(0, std::min(S[d] - 1, i + hi) - std::max<int64_t>(0, i + lo) + 1);
-      pairs *= static_cast<double>(count);
-    }
-    s.box_share = pairs / (N * N);
+    s.computed_share = attention.last_computed_share(positions);
+    s.box_share = box ? box->pairs(S) / (N * N) : 1.0;
     out.push_back(std::move(s));
   }
   return out;

@@ -1,8 +1,8 @@
 // What each layer of a PosattnClassifier has learned about where to look, and what it costs:
 // the Gaussian span's sigma per positional dim, its box (half-width and span size per dim), and
-// the share of the N^2 score entries the attention path computes for that layer (the slots of
-// the layout the layer uses: N * K, K = N on the dense path, the box's W slots on the window
-// path) and the share the box keeps (query-key pairs inside the box and the grid).
+// the share of the N^2 score entries the attention path of its last forward computed
+// (MultiHeadAttention::last_computed_share: the box's pairs on the fused path, N K on a layout)
+// and the share the box keeps (query-key pairs inside the box and the grid).
 //
 // Deliberately does not: time anything or change the model.
 // Shapes: letters of shape_legend.h.
@@ -22,7 +22,7 @@ struct LayerStats {
   std::vector<int64_t> span_size;
   bool window = false;               // the layer runs on the window (fast) layout
   int64_t slots = 0;                 // K per query
-  double computed_share = 1.0;       // N K / N^2
+  double computed_share = 1.0;       // entries the last forward computed / N^2
   double box_share = 1.0;            // pairs inside the box and the grid / N^2
 };
 
