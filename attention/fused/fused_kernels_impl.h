@@ -671,13 +671,12 @@ void add_query_block_fixed(T* rows, int64_t row_stride, int64_t Dh, const T* con
   for (int64_t d = 0; d < Dh; ++d) {
     T wd[QN];
     for (int q = 0; q < QN; ++q) wd[q] = w[q * Dh + d];
-    T* __restrict out = rows + d * row_stride;
-#pragma omp simd
-    for (int64_t t = 0; t < len; ++t) {
-      T a = out[t];
-      for (int q = 0; q < QN; ++q) a += wd[q] * s[q][t];
-      out[t] = a;
-    }
+    T* out = rows + d * row_stride;
+    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
+      auto a = lanes.load(out + t);
+      for (int q = 0; q < QN; ++q) a += wd[q] * lanes.load(s[q] + t);
+      lanes.store(out + t, a);
+    });
   }
 }
 
