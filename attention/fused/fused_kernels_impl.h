@@ -203,6 +203,8 @@ class RowDotSums {
   void clear() {
     for (auto& x : part_) x = L::splat(T(0));
     std::fill(rest_.begin(), rest_.end(), T(0));
+    weight_sum_ = L::splat(T(0));
+    weight_rest_ = T(0);
   }
   void add(const T* w, const T* rows, int64_t stride, int64_t len) {
     if (Dh_ == 8) return add_fixed<8>(w, rows, stride, len);
@@ -214,6 +216,32 @@ class RowDotSums {
       for (int64_t t = 0; t < len; ++t) a += w[t] * r[t];
       rest_[d] += a;
     }
+  }
+  // add() with the weights w[t] = exp(s[t] - m) computed on the way (the forward's e . v without
+  // a pass to store e and one to read it back); e gets them when not null. Their sum:
+  // weight_sum().
+  void add_exp(const T* s, T m, T* e, const T* rows, int64_t stride, int64_t len) {
+    if (Dh_ == 8) return add_exp_fixed<8>(s, m, e, rows, stride, len);
+    if (Dh_ == 16) return add_exp_fixed<16>(s, m, e, rows, stride, len);
+    exp_buffer_.resize(static_cast<size_t>(len));
+    T* w = e ? e : exp_buffer_.data();
+    weight_rest_ += exp_and_sum(s, m, w, len);
+    add(w, rows, stride, len);
+  }
+  // a.add(wa, ra, sa, len) and b.add(wb, rb, sb, len) in one pass over the run (the backward's dq
+  // from the query table and from k): 2 Dh accumulators, one loop.
+  static void add_both(RowDotSums& a, const T* wa, const T* ra, int64_t sa, RowDotSums& b, const T* wb, const T* rb,
+                       int64_t sb, int64_t len) {
+    if (a.Dh_ == 8 && b.Dh_ == 8) return add_both_fixed<8>(a, wa, ra, sa, b, wb, rb, sb, len);
+    if (a.Dh_ == 16 && b.Dh_ == 16) return add_both_fixed<16>(a, wa, ra, sa, b, wb, rb, sb, len);
+    a.add(wa, ra, sa, len);
+    b.add(wb, rb, sb, len);
+  }
+  // The sum of add_exp's weights since the last finish.
+  T weight_sum() const {
+    T z = weight_rest_;
+    for (int l = 0; l < L::kCount; ++l) z += weight_sum_[l];
+    return z;
   }
   // The sums: out[d] = sum for d < Dh (and the state cleared for the next query).
   void finish(T* out) {
@@ -238,9 +266,46 @@ class RowDotSums {
     });
     for (int d = 0; d < DH; ++d) part_[d] = part[d];
   }
+  template <int DH>
+  static void add_both_fixed(RowDotSums& a, const T* wa, const T* ra, int64_t sa, RowDotSums& b, const T* wb,
+                             const T* rb, int64_t sb, int64_t len) {
+    typename L::Vec pa[DH], pb[DH];
+    for (int d = 0; d < DH; ++d) {
+      pa[d] = a.part_[d];
+      pb[d] = b.part_[d];
+    }
+    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
+      const auto xa = lanes.load(wa + t), xb = lanes.load(wb + t);  // 0 past the run
+      for (int d = 0; d < DH; ++d) {
+        pa[d] += xa * lanes.load(ra + d * sa + t);
+        pb[d] += xb * lanes.load(rb + d * sb + t);
+      }
+    });
+    for (int d = 0; d < DH; ++d) {
+      a.part_[d] = pa[d];
+      b.part_[d] = pb[d];
+    }
+  }
+  template <int DH>
+  void add_exp_fixed(const T* s, T m, T* e, const T* rows, int64_t stride, int64_t len) {
+    typename L::Vec part[DH], z = weight_sum_;
+    for (int d = 0; d < DH; ++d) part[d] = part_[d];
+    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
+      // -inf past the run: its weights are 0 there.
+      const auto wt = L::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - m);
+      if (e) lanes.store(e + t, wt);
+      z += wt;
+      for (int d = 0; d < DH; ++d) part[d] += wt * lanes.load(rows + d * stride + t);
+    });
+    for (int d = 0; d < DH; ++d) part_[d] = part[d];
+    weight_sum_ = z;
+  }
   int64_t Dh_;
   typename L::Vec part_[kMaxFixed];
   std::vector<T> rest_;  // [Dh]: the widths without a fixed path
+  typename L::Vec weight_sum_;
+  T weight_rest_;
+  std::vector<T> exp_buffer_;  // add_exp's weights for the widths without a fixed path
 };
 
 // out[t] = sum_d w[d] rows[d * stride + t] for t < len (dout_i . v_j for a run of keys): the d-sum
@@ -630,10 +695,16 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
           continue;
         }
         // Z = sum exp(s - m) over the whole row; W = the same with the mask (Z without one).
-        const T Z = exp_and_sum(sc.s.data(), m, sc.e.data(), L);
-        T W = Z;
-        if (masked) {
-          W = 0;
+        T Z = 0, W = 0;
+        if (!masked) {  // e = exp(s - m) computed inside the e . v pass (kept only for dense_probs)
+          off = 0;
+          for (const Segment& g : segs) {
+            sc.ev.add_exp(sc.s.data() + off, m, dense_probs ? sc.e.data() + off : nullptr, hd.vt + g.j0, N, g.len);
+            off += g.len;
+          }
+          Z = W = sc.ev.weight_sum();
+        } else {
+          Z = exp_and_sum(sc.s.data(), m, sc.e.data(), L);
           off = 0;
           for (const Segment& g : segs) {
             T* __restrict e = sc.e.data() + off;
@@ -642,13 +713,9 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
               e[t] *= mk[t];
               W += e[t];
             }
+            sc.ev.add(e, hd.vt + g.j0, N, g.len);
             off += g.len;
           }
-        }
-        off = 0;
-        for (const Segment& g : segs) {
-          sc.ev.add(sc.e.data() + off, hd.vt + g.j0, N, g.len);
-          off += g.len;
         }
         const T denom = masked ? W + static_cast<T>(kMaskEpsilon) * Z : W;
         sc.ev.finish(sc.acc.data());
@@ -851,9 +918,12 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
             segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data(), sc.c.data(), sc.p.data(), positional);
             run_backward(Dh, modulated, hd, P, g, sc.s.data(), sc.c.data(), sc.p.data(), doi, row_lse, D, eps,
                          terms);
-            if (hd.table_t) dq_table.add(terms.dp, hd.table_t + g.r0, R, len);
+            if (hd.table_t)
+              RowDotSums<T>::add_both(dq_table, terms.dp, hd.table_t + g.r0, R, dq_content, terms.dc, hd.kt + g.j0, N,
+                                      len);
+            else
+              dq_content.add(terms.dc, hd.kt + g.j0, N, len);
             if (dp_q) zero_outside(dp_q, block_runs[n].r0, block_runs[n].r1, g.r0, g.r0 + len);
-            dq_content.add(terms.dc, hd.kt + g.j0, N, len);
             zero_outside(pm_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
             zero_outside(dc_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
             continue;

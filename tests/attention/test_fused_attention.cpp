@@ -144,21 +144,28 @@ BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
 }
 
 // The probabilities a fused forward reports (computed on request) are the reference's.
+// With a mask (adaptive span) and without (the forward's e computed inside its e . v pass), at
+// Dh 4 and 8 (the fixed-width loops).
 BOOST_AUTO_TEST_CASE(fused_probabilities_match_reference) {
-  Generator gen(3);
-  const FusedCase c{"siren+adaptive", {{"siren", {{"hidden", "8"}}}, {"adaptive_span", {{"max_span", "5"}, {"ramp", "2"}, {"init", "0.3"}}}}, {9}, false};
-  auto mha = make_layer(c, 8, 2, gen);
-  mha->to(kFloat64);
-  const Positions pos = Positions::sequence(9);
-  Tensor x = normal({2, 9, 8}, 0, 1, gen, kFloat64);
-  mha->set_path(AttentionPath::Reference);
-  mha->forward(Variable(x), {}, &pos);
-  const Tensor ref = mha->last_dense_probs();
-  mha->set_path(AttentionPath::Fused);
-  mha->forward(Variable(x), {}, &pos);
-  const Tensor fused = mha->last_dense_probs();
-  BOOST_TEST(max_abs_diff(ref, fused) < 1e-12);
-  BOOST_TEST((mha->last_probs().shape() == Shape{2, 2, 9, 9}));
+  const std::vector<FusedCase> cases = {
+      {"siren+adaptive", {{"siren", {{"hidden", "8"}}}, {"adaptive_span", {{"max_span", "5"}, {"ramp", "2"}, {"init", "0.3"}}}}, {9}, false},
+      {"siren+gaussian_span", {{"siren", {{"hidden", "8"}}}, {"gaussian_span", {{"sigma", "0.3"}}}}, {9}, false}};
+  for (const FusedCase& c : cases)
+    for (const int64_t D : {8, 16}) {
+      Generator gen(3);
+      auto mha = make_layer(c, D, 2, gen);
+      mha->to(kFloat64);
+      const Positions pos = Positions::sequence(9);
+      Tensor x = normal({2, 9, D}, 0, 1, gen, kFloat64);
+      mha->set_path(AttentionPath::Reference);
+      mha->forward(Variable(x), {}, &pos);
+      const Tensor ref = mha->last_dense_probs();
+      mha->set_path(AttentionPath::Fused);
+      mha->forward(Variable(x), {}, &pos);
+      const Tensor fused = mha->last_dense_probs();
+      BOOST_TEST(max_abs_diff(ref, fused) < 1e-12, c.label << " D=" << D);
+      BOOST_TEST((mha->last_probs().shape() == Shape{2, 2, 9, 9}));
+    }
 }
 
 // Central differences through the op itself, with every table present, a key box and padding;
