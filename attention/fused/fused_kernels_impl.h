@@ -40,19 +40,28 @@ constexpr double kMaskEpsilon = 1e-8;  // the reference pipeline's renormalisati
 // (relative error about 2e-7, inside float32's own rounding of the inputs), written so the
 // compiler vectorises the key loops; -inf and anything below -87 give exactly 0. double: std::exp
 // (the float64 path is the exact one, for tests and gradcheck).
-inline float exp_row(float x) {
-  const bool underflow = x < -87.0f;
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+// The shared steps, for a float or a vector of floats (Lanes<float>::exp): x (clamped to
+// [-87, 88]) = n ln 2 + r with n an integer and |r| <= ln 2 / 2, and e^r by its polynomial.
+template <typename F>
+F exp_reduce(F x, F& n) {
   // Round to nearest by the 1.5 * 2^23 trick: std::floor would keep GCC 12 from vectorising.
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
+  n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  return (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+}
+template <typename F>
+F exp_polynomial(F r) {
+  F p = r * (1.0f / 720.0f) + 1.0f / 120.0f;
   p = p * r + 1.0f / 24.0f;
   p = p * r + 1.0f / 6.0f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  return p * r + 1.0f;
+}
+inline float exp_row(float x) {
+  const bool underflow = x < -87.0f;
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  float n;
+  const float p = exp_polynomial(exp_reduce(x, n));
   const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
   return underflow ? 0.0f : p * scale;
 }
@@ -85,15 +94,8 @@ struct Lanes {
       typedef int32_t Int __attribute__((vector_size(POSGRAD_FUSED_VECTOR_BYTES)));
       const Int underflow = x < -87.0f;
       x = x < -87.0f ? splat(-87.0f) : (x > 88.0f ? splat(88.0f) : x);
-      const Vec n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-      const Vec r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
-      Vec p = splat(1.0f / 720.0f);
-      p = p * r + 1.0f / 120.0f;
-      p = p * r + 1.0f / 24.0f;
-      p = p * r + 1.0f / 6.0f;
-      p = p * r + 0.5f;
-      p = p * r + 1.0f;
-      p = p * r + 1.0f;
+      Vec n;
+      const Vec p = exp_polynomial(exp_reduce(x, n));
       const Vec scale = reinterpret_cast<Vec>((__builtin_convertvector(n, Int) + 127) << 23);
       return underflow ? splat(0.0f) : p * scale;
     } else {
