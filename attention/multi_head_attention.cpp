@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attention/fused/column_tables.h"
 #include "attention/fused/fused_attention.h"
 
 namespace posgrad {
@@ -65,7 +66,16 @@ double MultiHeadAttention::last_computed_share(const Positions& positions, bool 
   const double N = static_cast<double>(positions.tokens());
   if (last_forward_fused() && !positions.is_tree()) {
     const std::optional<OffsetBox> box = key_box(positions, causal);
-    return box ? box->pairs(positions.structure()) / (N * N) : 1.0;
+    if (!box) return 1.0;
+    OffsetBox computed = box->intersect(OffsetBox::full(positions));
+    // Column tables widen a box at least as wide as the grid's last dim to whole rows there
+    // (fused/column_tables.h): the kernels then compute those keys too.
+    const std::vector<int64_t>& S = positions.structure();
+    if (fused_detail::column_tables_pay(S, computed.lo, computed.hi, heads_, head_width_)) {
+      computed.lo.back() = -(S.back() - 1);
+      computed.hi.back() = S.back() - 1;
+    }
+    return computed.pairs(S) / (N * N);
   }
   return static_cast<double>(layout_for(positions, causal, kCPU).slots()) / N;
 }

@@ -73,8 +73,9 @@ class MultiHeadAttention : public Module {
   // Whether the last forward ran on the fused path.
   bool last_forward_fused() const { return static_cast<bool>(last_fused_probs_); }
   // The share of the N^2 query-key scores the last forward's path computed at `positions`: the
-  // pairs inside the key box on the fused path (it skips the rest), N K / N^2 on a layout (K = N
-  // dense, the window's slots on the window layout). Before any forward: the layout's share.
+  // pairs inside the key box on the fused path (it skips the rest; a box widened to whole rows of
+  // the last dim by its column tables counts those rows), N K / N^2 on a layout (K = N dense, the
+  // window's slots on the window layout). Before any forward: the layout's share.
   double last_computed_share(const Positions& positions, bool causal = false) const;
 
   int64_t heads() const { return heads_; }

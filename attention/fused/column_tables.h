@@ -10,15 +10,23 @@
 // one run (RowGeometry::column_tables). The kernels then see S times as many "heads" (head h of
 // column x is h S + x) and R = A S entries per table instead of A (2 S - 1).
 //
+// A box that clips the last dim but is at least S wide there (a Gaussian span's early, wide box:
+// offsets -20 .. 20 on a 32 x 32 grid) is widened to whole rows too, so that a query's runs still
+// join: the keys outside its box get a logit of -inf from one more re-laid table, the logit
+// offset (0 or -inf), and so weigh nothing, forward and backward. The kernels then compute up to
+// 1 / 0.75 as many scores as the box holds, in one long run per query instead of up to S short
+// ones. Narrower boxes keep their exact runs.
+//
 // Costs: the tables grow S-fold for the call (for the thesis model, 32 x 32 with Dh = 8 and H = 8,
 // about 16 MB for the query table, per layer and call), built before and folded back after.
-// Deliberately not here: the kernels; a layout for boxes that clip the last dim (runs stay one per
-// row there, and the tables would grow for nothing).
+// Deliberately not here: the kernels.
 // Shapes: letters of shape_legend.h; S the grid's last dim, A the product of 2 S_d - 1 over the
 // leading dims.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "attention/fused/fused_kernels.h"
@@ -27,26 +35,45 @@
 
 namespace posgrad::fused_detail {
 
-// Whether column tables pay for P: a grid of 2+ dims whose key box spans its whole last dim, with
-// the tables' growth within bounds: the re-laid query table at most 2^22 entries (16 MiB in
-// float32; the thesis model's 32 x 32 grid with H = 8, Dh = 8 needs 4.1 M; the backward holds it,
-// its gradient and one gradient copy per thread).
-inline bool use_column_tables(const Problem& P) {
-  const RowGeometry& g = P.geometry;
-  if (g.structure.size() < 2 || g.column_tables || P.table_columns != 1) return false;
-  const int64_t S = g.structure.back(), last = static_cast<int64_t>(g.structure.size()) - 1;
-  if (S < 2 || g.lo[last] != -(S - 1) || g.hi[last] != S - 1) return false;
-  const int64_t A = P.R / (2 * S - 1);
-  return P.H * S * std::max<int64_t>(P.Dh, 1) * A * S <= (int64_t{1} << 22);
+// Whether column tables pay for a call on a grid `structure` (2+ dims) with key box [lo, hi]:
+// the box is at least S wide along the last dim (whole rows, or widened to them), and the tables'
+// growth stays within bounds: the re-laid query table at most 2^22 entries (16 MiB in float32;
+// the thesis model's 32 x 32 grid with H = 8, Dh = 8 needs 4.1 M; the backward holds it, its
+// gradient and one gradient copy per thread).
+inline bool column_tables_pay(const std::vector<int64_t>& structure, const std::vector<int64_t>& lo,
+                              const std::vector<int64_t>& hi, int64_t H, int64_t Dh) {
+  if (structure.size() < 2) return false;
+  const size_t last = structure.size() - 1;
+  const int64_t S = structure[last];
+  if (S < 2 || hi[last] - lo[last] + 1 < S) return false;
+  int64_t A = 1;  // the leading dims' relative rows
+  for (size_t d = 0; d < last; ++d) A *= 2 * structure[d] - 1;
+  return H * S * std::max<int64_t>(Dh, 1) * A * S <= (int64_t{1} << 22);
 }
 
-// P with column tables: S table heads per head, R = A S, runs joined across rows.
+inline bool use_column_tables(const Problem& P) {
+  const RowGeometry& g = P.geometry;
+  if (g.column_tables || P.table_columns != 1) return false;
+  return column_tables_pay(g.structure, g.lo, g.hi, P.H, P.Dh);
+}
+
+// Whether the box leaves out part of the last dim (then the logit offset masks it).
+inline bool clips_last_dim(const RowGeometry& g) {
+  const size_t last = g.structure.size() - 1;
+  return g.lo[last] > -(g.structure[last] - 1) || g.hi[last] < g.structure[last] - 1;
+}
+
+// P with column tables: S table heads per head, R = A S, runs joined across rows (the last dim's
+// box widened to the whole dim).
 inline Problem column_problem(const Problem& P) {
   Problem C = P;
-  const int64_t S = P.geometry.structure.back();
+  const size_t last = P.geometry.structure.size() - 1;
+  const int64_t S = P.geometry.structure[last];
   C.R = P.R / (2 * S - 1) * S;
   C.table_columns = S;
   C.geometry.column_tables = true;
+  C.geometry.lo[last] = -(S - 1);
+  C.geometry.hi[last] = S - 1;
   return C;
 }
 
@@ -67,6 +94,7 @@ class ColumnTables {
     tables_.modulation = relay(tables.modulation, 1, modulation_);
     tables_.positional_modulation = relay(tables.positional_modulation, 1, positional_modulation_);
     tables_.prob_mask = relay(tables.prob_mask, 1, prob_mask_);
+    if (clips_last_dim(P.geometry)) tables_.logit_offset = box_offsets();
   }
   const Problem& problem() const { return C_; }
   const Tables<T>& tables() const { return tables_; }
@@ -109,6 +137,22 @@ class ColumnTables {
     });
     return dst;
   }
+  // [H S, 1, Rc]: entry (a, x') of column x is 0 when the offset x' - x lies in the original box's
+  // last dim, else -inf.
+  const T* box_offsets() {
+    const int64_t S = C_.table_columns, Rc = C_.R, last = static_cast<int64_t>(P_.geometry.structure.size()) - 1;
+    const int64_t lo = P_.geometry.lo[last], hi = P_.geometry.hi[last];
+    offsets_ = Tensor::empty({P_.H * S, 1, Rc}, dtype_of<T>());
+    T* dst = offsets_.data<T>();
+    for (int64_t hx = 0; hx < P_.H * S; ++hx) {
+      const int64_t x = hx % S;
+      for (int64_t rc = 0; rc < Rc; ++rc) {
+        const int64_t offset = rc % S - x;
+        dst[hx * Rc + rc] = offset >= lo && offset <= hi ? T(0) : -std::numeric_limits<T>::infinity();
+      }
+    }
+    return dst;
+  }
   T* buffer(const T* wanted, int64_t rows, Tensor& out) const {
     if (!wanted) return nullptr;
     out = Tensor::empty({P_.H * C_.table_columns, rows, C_.R}, dtype_of<T>());
@@ -134,7 +178,7 @@ class ColumnTables {
   Problem P_, C_;
   std::vector<int64_t> source_entry_;  // [S, Rc]: the original entry of column x's entry rc
   Tables<T> tables_;
-  Tensor table_t_, bias_, modulation_, positional_modulation_, prob_mask_;
+  Tensor table_t_, bias_, modulation_, positional_modulation_, prob_mask_, offsets_;
   Tensor g_table_t_, g_bias_, g_modulation_, g_positional_modulation_, g_prob_mask_;
 };
 

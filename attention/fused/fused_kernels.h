@@ -69,6 +69,9 @@ struct Tables {
   const T* modulation = nullptr;     // [H, R]
   const T* positional_modulation = nullptr;  // [H, R]
   const T* prob_mask = nullptr;      // [H, R]
+  // Added to s after the modulation: 0 or -inf. Not a hook's term: column tables set it when they
+  // widen a query's runs to whole rows (column_tables.h), to leave out the keys outside its box.
+  const T* logit_offset = nullptr;   // [H, R]
 };
 
 template <typename T>

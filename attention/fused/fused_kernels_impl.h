@@ -368,6 +368,7 @@ struct Head {
   const T* mod;       // [R] (ones when absent)
   const T* modpos;    // [R] (ones when absent)
   const T* mask;      // [R] (ones when absent)
+  const T* offset;    // [R] added to s (0 or -inf), or null
   const uint8_t* padded;  // [N] or null
 };
 
@@ -421,6 +422,7 @@ struct Prepared {
     hd.mod = tables.modulation ? tables.modulation + th * R : one;
     hd.modpos = tables.positional_modulation ? tables.positional_modulation + th * R : one;
     hd.mask = tables.prob_mask ? tables.prob_mask + th * R : one;
+    hd.offset = tables.logit_offset ? tables.logit_offset + th * R : nullptr;
     hd.padded = P.padded ? P.padded + b * N : nullptr;
     return hd;
   }
@@ -446,6 +448,7 @@ void segment_logits_fixed(const Head<T>& hd, const Problem& P, const T* qi, cons
   const T* mod = hd.mod + g.r0;
   const T* mp = hd.modpos + g.r0;
   const T* br = hd.bias ? hd.bias + g.r0 : nullptr;
+  const T* offset = hd.offset ? hd.offset + g.r0 : nullptr;
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
     V content = lanes.load(akey + t), positional = br ? lanes.load(br + t) : Lanes<T>::splat(T(0));
@@ -457,7 +460,9 @@ void segment_logits_fixed(const Head<T>& hd, const Problem& P, const T* qi, cons
       lanes.store(c + t, content);
       lanes.store(p + t, positional);
     }
-    lanes.store(s + t, lanes.load(mod + t) * (content + lanes.load(mp + t) * positional));
+    auto logit = lanes.load(mod + t) * (content + lanes.load(mp + t) * positional);
+    if (offset) logit += lanes.load(offset + t);
+    lanes.store(s + t, logit);
   });
 }
 
@@ -512,6 +517,11 @@ void segment_logits(const Head<T>& hd, const Problem& P, const T* qi, const T* q
   } else {
 #pragma omp simd
     for (int64_t t = 0; t < len; ++t) s[t] = mod[t] * c[t];
+  }
+  if (hd.offset) {
+    const T* __restrict offset = hd.offset + g.r0;
+#pragma omp simd
+    for (int64_t t = 0; t < len; ++t) s[t] += offset[t];
   }
   if (hd.padded) {
     const uint8_t* pad = hd.padded + g.j0;

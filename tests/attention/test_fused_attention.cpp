@@ -272,29 +272,42 @@ BOOST_AUTO_TEST_CASE(fused_path_refuses_what_it_cannot_describe) {
 }
 
 // The share of scores a forward computed: on the fused path, the query-key pairs inside the
-// span's box (counted here pair by pair); on the reference path all of them.
+// span's box (counted here pair by pair), or, where the box is at least as wide as the grid's
+// last dim, the pairs of its rows widened to the whole last dim (column tables); on the reference
+// path all of them.
 BOOST_AUTO_TEST_CASE(computed_share_counts_the_box_pairs) {
-  Generator gen(5);
-  const std::vector<int64_t> structure{5, 7};
-  const FusedCase c{"siren+gaussian_span", {{"siren", {{"hidden", "8"}}}, {"gaussian_span", {{"sigma", "0.2"}}}},
-                    structure, false};
-  auto mha = make_layer(c, 8, 2, gen);
-  const Positions pos = Positions::grid(structure);
-  const OffsetBox box = *mha->hooks().back()->key_range(pos);
-  int64_t inside = 0;
-  for (int64_t qy = 0; qy < 5; ++qy)
-    for (int64_t qx = 0; qx < 7; ++qx)
-      for (int64_t ky = 0; ky < 5; ++ky)
-        for (int64_t kx = 0; kx < 7; ++kx) inside += box.contains({ky - qy, kx - qx}) ? 1 : 0;
-  BOOST_TEST(inside < 35 * 35);  // the box clips: the test means something
-  BOOST_TEST(box.pairs(structure) == static_cast<double>(inside));
-  const Tensor x = normal({1, 35, 8}, 0, 1, gen);
-  mha->set_path(AttentionPath::Fused);
-  mha->forward(Variable(x), {}, &pos);
-  BOOST_TEST(mha->last_computed_share(pos) == static_cast<double>(inside) / (35.0 * 35.0));
-  mha->set_path(AttentionPath::Reference);
-  mha->forward(Variable(x), {}, &pos);
-  BOOST_TEST(mha->last_computed_share(pos) == 1.0);
+  struct ShareCase {
+    std::vector<int64_t> structure;
+    std::string sigma;
+    bool widened;  // the box spans at least the last dim's size: whole rows are computed
+  };
+  for (const ShareCase& sc : {ShareCase{{5, 7}, "0.2", true}, ShareCase{{5, 9}, "0.1", false}}) {
+    Generator gen(5);
+    const int64_t S0 = sc.structure[0], S1 = sc.structure[1], N = S0 * S1;
+    const FusedCase c{"siren+gaussian_span", {{"siren", {{"hidden", "8"}}}, {"gaussian_span", {{"sigma", sc.sigma}}}},
+                      sc.structure, false};
+    auto mha = make_layer(c, 8, 2, gen);
+    const Positions pos = Positions::grid(sc.structure);
+    const OffsetBox box = *mha->hooks().back()->key_range(pos);
+    BOOST_TEST((box.hi[1] - box.lo[1] + 1 >= S1) == sc.widened, "the case's box is not what it says");
+    int64_t inside = 0, computed = 0;
+    for (int64_t qy = 0; qy < S0; ++qy)
+      for (int64_t qx = 0; qx < S1; ++qx)
+        for (int64_t ky = 0; ky < S0; ++ky)
+          for (int64_t kx = 0; kx < S1; ++kx) {
+            inside += box.contains({ky - qy, kx - qx}) ? 1 : 0;
+            computed += (sc.widened ? box.contains({ky - qy, 0}) : box.contains({ky - qy, kx - qx})) ? 1 : 0;
+          }
+    BOOST_TEST(inside < N * N);  // the box clips: the test means something
+    BOOST_TEST(box.pairs(sc.structure) == static_cast<double>(inside));
+    const Tensor x = normal({1, N, 8}, 0, 1, gen);
+    mha->set_path(AttentionPath::Fused);
+    mha->forward(Variable(x), {}, &pos);
+    BOOST_TEST(mha->last_computed_share(pos) == static_cast<double>(computed) / static_cast<double>(N * N));
+    mha->set_path(AttentionPath::Reference);
+    mha->forward(Variable(x), {}, &pos);
+    BOOST_TEST(mha->last_computed_share(pos) == 1.0);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
