@@ -28,7 +28,8 @@ namespace {
 
 // Runs of keys shorter than this (the last grid dim's box, on grids of 2 or more dims) go to the
 // 256-bit copy: measured on the thesis step, 2-D 32x32 with its span was 26% faster there and
-// 1-D N = 1024 9% slower.
+// 1-D N = 1024 9% slower (with scalar last steps; since the last steps are masked vector steps
+// both copies time the same on the 2-D arm, 2026-11-24).
 constexpr int64_t kShortRun = 64;
 
 bool short_runs(const Problem& P) {

@@ -1,7 +1,7 @@
 // The fused attention kernels' code (see fused_kernels.h), included by two translation units
 // that compile it for different vector widths: fused_kernels_wide.cpp (the compiler's widest
-// vectors, for long runs of keys: sequences) and fused_kernels_narrow.cpp (256-bit vectors,
-// whose scalar remainders are half as long, for the short runs of keys of 2-D grid rows).
+// vectors, for long runs of keys: sequences) and fused_kernels_narrow.cpp (256-bit vectors, for
+// the short runs of keys of 2-D grid rows).
 // fused_kernels.cpp picks one per call. Each includer defines POSGRAD_FUSED_VARIANT, the
 // namespace the code goes into, and POSGRAD_FUSED_VECTOR_BYTES, its vector width.
 // Deliberately not here: the choice of variant.
@@ -12,11 +12,14 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <immintrin.h>
 #include <limits>
 #include <span>
 #include <type_traits>
 #include <vector>
+
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#include <immintrin.h>  // FirstLanes' masked loads and stores
+#endif
 
 #include "attention/fused/fused_kernels.h"
 #include "tensor/cpu/parallel.h"
