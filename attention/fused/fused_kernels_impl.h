@@ -387,7 +387,6 @@ struct Prepared {
     vt = Tensor::empty({BH, Dh, N}, dt);
     akey = Tensor::zeros({BH, N}, dt);
     ones = Tensor::full({std::max<int64_t>({P.R, N, 1})}, 1.0, dt);
-
     T* ktp = kt.data<T>();
     T* vtp = vt.data<T>();
     T* ap = akey.data<T>();
