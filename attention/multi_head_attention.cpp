@@ -71,10 +71,8 @@ double MultiHeadAttention::last_computed_share(const Positions& positions, bool 
     // Column tables widen a box at least as wide as the grid's last dim to whole rows there
     // (fused/column_tables.h): the kernels then compute those keys too.
     const std::vector<int64_t>& S = positions.structure();
-    if (fused_detail::column_tables_pay(S, computed.lo, computed.hi, heads_, head_width_)) {
-      computed.lo.back() = -(S.back() - 1);
-      computed.hi.back() = S.back() - 1;
-    }
+    if (fused_detail::column_tables_pay(S, computed.lo, computed.hi, heads_, head_width_))
+      fused_detail::widen_last_dim(S, computed.lo, computed.hi);
     return computed.pairs(S) / (N * N);
   }
   return static_cast<double>(layout_for(positions, causal, kCPU).slots()) / N;

@@ -63,6 +63,12 @@ inline bool clips_last_dim(const RowGeometry& g) {
   return g.lo[last] > -(g.structure[last] - 1) || g.hi[last] < g.structure[last] - 1;
 }
 
+// The box [lo, hi] as the kernels compute it with column tables: the last dim whole.
+inline void widen_last_dim(const std::vector<int64_t>& structure, std::vector<int64_t>& lo, std::vector<int64_t>& hi) {
+  lo.back() = -(structure.back() - 1);
+  hi.back() = structure.back() - 1;
+}
+
 // P with column tables: S table heads per head, R = A S, runs joined across rows (the last dim's
 // box widened to the whole dim).
 inline Problem column_problem(const Problem& P) {
@@ -72,8 +78,7 @@ inline Problem column_problem(const Problem& P) {
   C.R = P.R / (2 * S - 1) * S;
   C.table_columns = S;
   C.geometry.column_tables = true;
-  C.geometry.lo[last] = -(S - 1);
-  C.geometry.hi[last] = S - 1;
+  widen_last_dim(C.geometry.structure, C.geometry.lo, C.geometry.hi);
   return C;
 }
 
