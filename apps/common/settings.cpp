@@ -78,19 +78,27 @@ bool is_utf8(std::string_view s) {
   return true;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
+// Levenshtein distance between a and b when it is below `limit`, else `limit` (the "did you mean"
+// hints only want close matches). Stops early: the distance is at least the difference of the
+// lengths, and no later row of the table goes below the smallest entry of the current one, so a
+// long mistyped key costs one comparison instead of its length times the candidate's.
+size_t edit_distance_below(std::string_view a, std::string_view b, size_t limit) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) >= limit) return limit;
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     size_t diagonal = row[0];
     row[0] = i;
+    size_t row_min = row[0];
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t up = row[j];
       row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
       diagonal = up;
+      row_min = std::min(row_min, row[j]);
     }
+    if (row_min >= limit) return limit;
   }
-  return row[b.size()];
+  return std::min(row[b.size()], limit);
 }
 
 }  // namespace
@@ -144,7 +152,7 @@ std::string Setting::violation(const std::vector<double>& numbers, const std::ve
         std::string close;
         size_t best = 3;
         for (const std::string& c : choices_)
-          if (size_t d = edit_distance(t, c); d < best) best = d, close = c;
+          if (size_t d = edit_distance_below(t, c, best); d < best) best = d, close = c;
         return fmt::format("'{}' is not a valid choice{}; expected {}", t,
                            close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close), constraint_text());
       }
@@ -199,7 +207,7 @@ Setting& Settings::require(std::string_view key, const std::string& origin) {
   std::string close;
   size_t best = std::max<size_t>(3, key.size() / 3) + 1;
   for (const Setting& s : settings_)
-    if (size_t d = edit_distance(key, s.key_); d < best) best = d, close = s.key_;
+    if (size_t d = edit_distance_below(key, s.key_, best); d < best) best = d, close = s.key_;
   const auto dot = key.rfind('.');
   std::vector<std::string> siblings;
   if (dot != std::string_view::npos)

@@ -115,6 +115,12 @@ BOOST_AUTO_TEST_CASE(unknown_keys_name_a_close_match) {
   check_error([&] { d.s.load_yaml_text("train:\n  optimiser: sgd\n", "p.yaml"); },
               {"p.yaml", "train.optimiser", "did you mean 'train.optimizer'", "settings under 'train'"});
   check_error([&] { d.s.load_yaml_text("completely_else: 1\n", "p.yaml"); }, {"completely_else", "--help"});
+  // Two edits away still names the key; the closest candidate wins over a farther one.
+  check_error([&] { d.s.apply_override("modl.head=2"); }, {"did you mean 'model.heads'"});
+  check_error([&] { d.s.apply_override("train.optimizr=sgd"); }, {"did you mean 'train.optimizer'"});
+  // A very long key is far from every setting (the distance stops early): no suggestion.
+  const std::string long_key(5000, 'q');
+  check_error([&] { d.s.apply_override(long_key + "=1"); }, {"unknown setting", "--help"});
   check_error([&] { d.s.load_yaml_text("train: [\n", "broken.yaml"); }, {"broken.yaml", "not valid YAML", "line"});
   check_error([&] { d.s.load_yaml_file("/nonexistent/x.yaml"); }, {"/nonexistent/x.yaml"});
 }
