@@ -104,6 +104,10 @@ Rect draw_title(Canvas& canvas, const Rect& area, const std::string& title, doub
   st.size = size;
   st.bold = true;
   st.align = Align::Center;
+  // A title wider than its area is set smaller until it fits (its line keeps the height `size`
+  // gave it, so the layout below does not move).
+  const double room = area.w - 2.0 * kPad, width = canvas.text_width(title, size, true);
+  if (width > room && room > 0) st.size = size * room / width;
   canvas.text(area.x + area.w / 2.0, area.y + kPad, title, st);
   return area.inset(0, static_cast<int>(std::ceil(size)) + 2 * kPad, 0, 0);
 }

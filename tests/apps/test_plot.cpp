@@ -1,6 +1,7 @@
 // Plots: heatmap cells take the colour map's colour, hidden cells the mask colour, highlighted
 // cells a border, cell text inks pixels; tick values are round; line plots draw their series
-// (also on log axes spanning decades, with a clear error for a non-positive log range); a Figure
+// (also on log axes spanning decades, with a clear error for a non-positive log range); a title wider
+// than its figure is set smaller to fit; a Figure
 // lays panels out in a grid and saves a PNG whose pixels read back right, its SVG twin and a PDF.
 // Pixels are checked on the decoded PNG.
 #include <boost/test/unit_test.hpp>
@@ -223,6 +224,24 @@ BOOST_AUTO_TEST_CASE(figure_pixels_read_back_and_vector_twins) {
   fig.save_pdf(tmp.path() / "paper" / "known.pdf");
   BOOST_TEST(posgrad::read_file_bytes(tmp.path() / "paper" / "known.pdf").rfind("%PDF-", 0) == 0u);
   BOOST_CHECK_THROW(fig.save_png(tmp.path() / "known.svg"), posgrad::Error);  // would clobber its twin
+}
+
+BOOST_AUTO_TEST_CASE(a_long_title_is_set_smaller_to_fit) {
+  TempDir tmp;
+  const std::string title = "2-D + span t=0.1 seed 9188: query (white) attention, span box (red), a title far wider than the figure";
+  Figure fig(1, 1, 160, 60, title);
+  BOOST_TEST(fig.canvas().text_width(title, 13, true) > 2 * 160);  // set at its size it would overflow
+  const fs::path png = tmp.path() / "long.png";
+  fig.save_png(png);
+  const PngPixels p = PngPixels::from_file(png);
+  const int band = fig.panel(0, 0).y;  // the title's rows
+  int inked = 0;
+  for (int y = 0; y < band; ++y) {
+    BOOST_TEST(PngPixels::close(p.at(0, y), colors::white, 0), "row " << y);
+    BOOST_TEST(PngPixels::close(p.at(p.width() - 1, y), colors::white, 0), "row " << y);
+    for (int x = 0; x < p.width(); ++x) inked += !PngPixels::close(p.at(x, y), colors::white, 40);
+  }
+  BOOST_TEST(inked > 20);  // the title is still drawn
 }
 
 BOOST_AUTO_TEST_CASE(count24_style_figure_saves) {
