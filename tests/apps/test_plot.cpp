@@ -1,8 +1,8 @@
 // Plots: heatmap cells take the colour map's colour, hidden cells the mask colour, highlighted
 // cells a border, cell text inks pixels; tick values are round; line plots draw their series
-// (also on log axes spanning decades, with a clear error for a non-positive log range); a title wider
-// than its figure is set smaller to fit; a Figure
-// lays panels out in a grid and saves a PNG whose pixels read back right, its SVG twin and a PDF.
+// (also on log axes spanning decades, with a clear error for a non-positive log range); a title
+// wider than its figure is set smaller to fit; a Figure lays panels out in a grid and saves a PNG
+// whose pixels read back right, its SVG twin and a PDF.
 // Pixels are checked on the decoded PNG.
 #include <boost/test/unit_test.hpp>
 
