@@ -7,7 +7,9 @@
 //
 // Usage: bench_charlm_step [--batch 16] [--segment 128] [--max-span 256] [--layers 4] [--width 128]
 //                          [--heads 4] [--ff 512] [--span-init-permille 100] [--reps 5] [--warmup 2]
-//                          [--generate 200] [--context 512] [--no-torch] [--reference]
+//                          [--generate 200] [--context 512] [--no-torch] [--reference] [--device cpu|cuda]
+// --device cuda runs the step and the generation on the GPU (a CUDA build), the twin on the same
+// GPU; steps are timed from the host after a synchronize, like the twin's.
 // --reference runs the attention on the reference path (the dense M x (W + M) product of the
 // segment with [cache; segment]) instead of the fused path (each query only its W keys).
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "nn/adam.h"
 #include "nn/losses.h"
 #include "posgrad.h"
+#include "tensor/device.h"
 
 #ifdef POSGRAD_OPENMP
 #include <omp.h>
@@ -44,8 +47,13 @@ int main(int argc, char** argv) try {
                                    {"width", 128}, {"heads", 4},    {"ff", 512},        {"span-init-permille", 100},
                                    {"reps", 5},    {"warmup", 2},   {"generate", 200},  {"context", 512}};
   bool torch = true, reference = false;
+  Device device = kCPU;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--device" && i + 1 < argc) {
+      device = Device::parse(argv[++i]);
+      continue;
+    }
     if (arg == "--reference") {
       reference = true;
       continue;
@@ -58,6 +66,7 @@ int main(int argc, char** argv) try {
       fail("bench_charlm_step: unknown or incomplete argument '{}'", arg);
     a[arg.substr(2)] = std::stoll(argv[++i]);
   }
+  if (!device.is_cpu()) require_device(device);  // a clear error without a GPU
   int threads = 1;
 #ifdef POSGRAD_OPENMP
   threads = omp_get_max_threads();
@@ -75,11 +84,13 @@ int main(int argc, char** argv) try {
   c.attention.fused = !reference;
   Generator gen(0);
   CharTransformer model(c, gen);
+  model.to(device);
   AdamW opt(model.parameters(), AdamWOptions{.lr = 1e-3, .weight_decay = 0.0});
   LayerCache cache;
   std::vector<double> times;
   for (int64_t step = 0; step < a["warmup"] + a["reps"]; ++step) {
-    const Tensor tokens = random_tokens(B, M + 1, V, gen);
+    const Tensor tokens = random_tokens(B, M + 1, V, gen).to(device);
+    synchronize(device);
     const auto start = std::chrono::steady_clock::now();
     Variable logits = model.forward(tokens.narrow(1, 0, M).contiguous(), cache, gen);
     Variable loss = cross_entropy(logits, tokens.narrow(1, 1, M).contiguous()) + model.span_loss();
@@ -87,21 +98,23 @@ int main(int argc, char** argv) try {
     loss.backward();
     opt.step();
     model.clamp_spans();
+    synchronize(device);
     if (step >= a["warmup"]) times.push_back(seconds_since(start));
   }
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
   fmt::print("charlm training step: batch {} x segment {}, max span {}, c = {} (window {}), {} layers, width {}, "
-             "{} threads\n",
-             B, M, c.attention.max_span, init, model.layer(0).attention().window(), c.layers, c.attention.width, threads);
+             "device {}, {} threads\n",
+             B, M, c.attention.max_span, init, model.layer(0).attention().window(), c.layers, c.attention.width,
+             device.str(), threads);
   fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  ({} path; attention work {:.0f}% of full [S; segment])\n",
              median * 1e3, static_cast<double>(B * M) / median, reference ? "reference" : "fused",
              100.0 * model.attention_flops_share(M));
   if (torch) {
     const std::string args = fmt::format("--batch {} --segment {} --max-span {} --layers {} --width {} --heads {} --ff {} "
-                                         "--span-init {} --reps {} --warmup {}",
+                                         "--span-init {} --reps {} --warmup {} --device {}",
                                          B, M, a["max-span"], a["layers"], a["width"], a["heads"], a["ff"], init,
-                                         a["reps"], a["warmup"]);
+                                         a["reps"], a["warmup"], device.is_cpu() ? "cpu" : "cuda");
     const bench::TwinRun run = bench::run_torch_twin("charlm_torch.py", args, threads);
     const auto at = run.output.find("\"median_ms\": ");
     if (!run.ok || at == std::string::npos) {
@@ -122,16 +135,17 @@ int main(int argc, char** argv) try {
     Generator g(7);
     LayerCache layer_cache;
     DecodeCache decode_cache;
-    const Tensor context = random_tokens(1, a["context"], V, g);
+    const Tensor context = random_tokens(1, a["context"], V, g).to(device);
     if (kv) model.forward_incremental(context, decode_cache, g);
     else model.forward(context, layer_cache, g);
-    Tensor next = random_tokens(1, 1, V, g);
+    Tensor next = random_tokens(1, 1, V, g).to(device);
     const auto start = std::chrono::steady_clock::now();
     for (int64_t t = 0; t < a["generate"]; ++t) {
       const Tensor logits =
           (kv ? model.forward_incremental(next, decode_cache, g) : model.forward(next, layer_cache, g)).value();
       const auto row = logits.reshape({V}).to_vector<float>();
-      next = Tensor::from_vector(std::vector<int64_t>{std::max_element(row.begin(), row.end()) - row.begin()}, {1, 1});
+      next = Tensor::from_vector(std::vector<int64_t>{std::max_element(row.begin(), row.end()) - row.begin()}, {1, 1})
+                 .to(device);
     }
     return static_cast<double>(a["generate"]) / seconds_since(start);
   };

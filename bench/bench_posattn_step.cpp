@@ -20,15 +20,17 @@
 // same sigmas. A checkpoint with fewer layers than the model is stretched over its layers (layer l
 // takes the checkpoint's layer l * Lc / L).
 //
+// --device cuda runs the step on the GPU (a CUDA build; timed with CUDA events) and the twins on
+// the same GPU (TF32 off on both sides); the CPU counters above then describe only the host side.
+//
 // Usage: bench_posattn_step [--batch 4] [--side 32] [--dims 1] [--span 1] [--reps 5] [--warmup 1]
 //                           [--path auto|reference|fast|fused] [--scheme siren|txl_baseline|...]
 //                           [--twins both|v1|efficient|none] [--twin-reps 2] [--twin-warmup 1]
-//                           [--checkpoint FOLDER]
+//                           [--checkpoint FOLDER] [--device cpu|cuda]
 // Deliberately not here: posgrad's other paths against each other in one call (run it per --path).
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -39,6 +41,7 @@
 #include "nn/checkpoint.h"
 #include "posgrad.h"
 #include "tensor/cpu/caching_allocator.h"
+#include "tensor/device.h"
 
 #ifdef POSGRAD_OPENMP
 #include <omp.h>
@@ -114,8 +117,13 @@ int main(int argc, char** argv) try {
                                    {"reps", 5},  {"warmup", 1}, {"classes", 10}};
   std::map<std::string, int64_t> twin_reps{{"twin-reps", 2}, {"twin-warmup", 1}};
   std::string path = "auto", scheme = "siren", twins = "both", checkpoint;
+  Device device = kCPU;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--device" && i + 1 < argc) {
+      device = Device::parse(argv[++i]);
+      continue;
+    }
     if (arg == "--twins" && i + 1 < argc) {
       twins = argv[++i];
       if (twins != "both" && twins != "v1" && twins != "efficient" && twins != "none")
@@ -142,6 +150,7 @@ int main(int argc, char** argv) try {
       fail("bench_posattn_step: unknown or incomplete argument '{}'", arg);
     a[arg.substr(2)] = std::stoll(argv[++i]);
   }
+  if (!device.is_cpu()) require_device(device);  // a clear error without a GPU
   int threads = 1;
 #ifdef POSGRAD_OPENMP
   threads = omp_get_max_threads();
@@ -161,6 +170,7 @@ int main(int argc, char** argv) try {
     if (!cfg.span) fail("bench_posattn_step: --checkpoint loads span sigmas; it needs --span 1");
     model.load_state_dict(learned_sigmas(checkpoint, cfg.layers, cfg.dims, sigmas), /*strict=*/false);
   }
+  model.to(device);
   Adam opt(model.parameters(), AdamOptions{});
 
   Generator data_gen(1);
@@ -168,6 +178,8 @@ int main(int argc, char** argv) try {
   Tensor images = uniform({a["batch"], side, side, cfg.input_dim}, -1, 1, data_gen);
   Tensor labels = clamp(mul_scalar(uniform({a["batch"]}, 0, 1, data_gen), double(cfg.classes)), 0,
                         double(cfg.classes - 1)).to(kInt64);
+  images = images.to(device);
+  labels = labels.to(device);
 
   auto step = [&] {
     opt.zero_grad();
@@ -176,20 +188,23 @@ int main(int argc, char** argv) try {
     opt.step();
   };
   for (int64_t i = 0; i < a["warmup"]; ++i) step();
+  synchronize(device);
   std::vector<double> runs;
   const CpuMemoryStats memory_before = cpu_memory_stats();
   const Usage before = usage_now();
+  DeviceTimer timer(device);  // CUDA events on a GPU, like the twins'; the wall clock on the CPU
   for (int64_t i = 0; i < a["reps"]; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+    timer.start();
     step();
-    runs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    timer.stop();
+    runs.push_back(timer.elapsed_ms());
   }
   const Usage after = usage_now();
   const CpuMemoryStats memory = cpu_memory_stats();
   std::sort(runs.begin(), runs.end());
   const double reps = double(a["reps"]);
-  fmt::print("posattn training step  B={} N={} dims={} span={} scheme={} path={}  threads={}\n", a["batch"],
-             side * side, a["dims"], a["span"], scheme, path, threads);
+  fmt::print("posattn training step  B={} N={} dims={} span={} scheme={} path={}  device={} threads={}\n",
+             a["batch"], side * side, a["dims"], a["span"], scheme, path, device.str(), threads);
   const double median = runs[runs.size() / 2];
   const Positions positions = model.positions_for({side, side});
   double share = 0;
@@ -212,9 +227,10 @@ int main(int argc, char** argv) try {
   for (const std::string layout : {"v1", "efficient"}) {
     if (twins != "both" && twins != layout) continue;
     std::string args = fmt::format("--layout {} --batch {} --side {} --dims {} --span {} --scheme {} --threshold {} "
-                                   "--reps {} --warmup {} --classes {}",
+                                   "--reps {} --warmup {} --classes {} --device {}",
                                    layout, a["batch"], side, a["dims"], a["span"], scheme, cfg.threshold,
-                                   twin_reps["twin-reps"], twin_reps["twin-warmup"], a["classes"]);
+                                   twin_reps["twin-reps"], twin_reps["twin-warmup"], a["classes"],
+                                   device.is_cpu() ? "cpu" : "cuda");
     if (!sigmas.empty()) args += fmt::format(" --sigmas {}", fmt::join(sigmas, ","));
     const bench::TwinRun run = bench::run_torch_twin("posattn_torch.py", args, threads);
     const auto at = run.output.find("\"median_ms\": "), rss = run.output.find("\"peak_rss_mib\": ");

@@ -5,9 +5,12 @@ would write it with MASKING ONLY: every query scores all S cached keys and the s
 (dense [M, S + M]), the learned key_pe term is gathered by distance, and the soft span mask
 (plus causality) multiplies the probabilities. No trimming: the cost does not follow the spans.
 
+--device cuda runs on the GPU (each step timed between two torch.cuda.synchronize calls), TF32 off
+like posgrad.
+
 Prints one JSON line: {"median_ms": ..., "tokens_per_s": ...}.
 Usage: charlm_torch.py --batch 16 --segment 128 --max-span 256 --layers 4 --width 128 --heads 4
-                       --ff 512 --span-init 0.1 --reps 5 --warmup 2
+                       --ff 512 --span-init 0.1 --reps 5 --warmup 2 --device cpu|cuda
 """
 import argparse
 import json
@@ -34,7 +37,7 @@ class Layer(torch.nn.Module):
         q = self.q(x).view(B, M, H, Dh).transpose(1, 2)
         k = self.k(src).view(B, S + M, H, Dh).transpose(1, 2)
         v = self.v(src).view(B, S + M, H, Dh).transpose(1, 2)
-        d = (S + torch.arange(M).view(M, 1)) - torch.arange(S + M).view(1, S + M)   # distance [M, S + M]
+        d = (S + torch.arange(M, device=x.device).view(M, 1)) - torch.arange(S + M, device=x.device).view(1, S + M)   # distance [M, S + M]
         valid = (d >= 1) & (d <= S)
         pos = q @ key_pe                                                 # [B, H, M, S], column S - d
         pos = torch.gather(pos, 3, (S - d.clamp(1, S)).expand(B, H, M, S + M))
@@ -57,19 +60,25 @@ def main():
                           ("heads", 4), ("ff", 512), ("reps", 5), ("warmup", 2), ("vocab", 65)]:
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--span-init", type=float, default=0.1)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = p.parse_args()
+    dev = torch.device(a.device)
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     B, M, S, D = a.batch, a.segment, a.max_span, a.width
-    emb = torch.nn.Embedding(a.vocab, D)
-    key_pe = torch.nn.Parameter(torch.randn(D // a.heads, S))
-    layers = torch.nn.ModuleList(Layer(D, a.heads, a.ff, S, 32.0, a.span_init) for _ in range(a.layers))
-    out = torch.nn.Linear(D, a.vocab)
+    emb = torch.nn.Embedding(a.vocab, D).to(dev)
+    key_pe = torch.nn.Parameter(torch.randn(D // a.heads, S, device=dev))
+    layers = torch.nn.ModuleList(Layer(D, a.heads, a.ff, S, 32.0, a.span_init) for _ in range(a.layers)).to(dev)
+    out = torch.nn.Linear(D, a.vocab).to(dev)
     params = list(emb.parameters()) + [key_pe] + list(layers.parameters()) + list(out.parameters())
     opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0)
-    cache = [torch.zeros(B, S, D) for _ in layers]
+    cache = [torch.zeros(B, S, D, device=dev) for _ in layers]
     times = []
     for step in range(a.warmup + a.reps):
-        tokens = torch.randint(0, a.vocab, (B, M + 1))
+        tokens = torch.randint(0, a.vocab, (B, M + 1)).to(dev)
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         start = time.perf_counter()
         x = emb(tokens[:, :M])
         new_cache = []
@@ -85,6 +94,8 @@ def main():
         with torch.no_grad():
             for l in layers:
                 l.c.clamp_(0, 1)
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         if step >= a.warmup:
             times.append(time.perf_counter() - start)
     median = sorted(times)[len(times) // 2]

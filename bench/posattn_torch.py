@@ -14,10 +14,13 @@ on random [B, S, S, 3] images, in one of two layouts:
              a -inf mask.
 
 Both compute all N^2 scores whatever the span (masking only); neither is posgrad's window path.
+--device cuda runs on the GPU (each step timed between two torch.cuda.synchronize calls), TF32 off
+like posgrad.
 Prints one JSON line: {"median_ms": ..., "peak_rss_mib": ..., "layout": ...}. Peak RSS is the
 process's (getrusage), the torch import (about 0.3 GiB) included.
 Usage: posattn_torch.py --layout v1|efficient --batch 20 --side 32 --dims 1|2 --span 0|1
                         --scheme siren|txl_baseline --threshold 0.1 --sigmas 0.3 --reps 2 --warmup 1
+                        --device cpu|cuda
 --sigmas: one value for every layer and axis, or L*dims comma-separated values (layer-major), e.g.
 the sigmas a trained model learned.
 """
@@ -122,7 +125,7 @@ class Block(torch.nn.Module):
         if self.threshold <= 0:
             return None
         x = math.sqrt(-2 * math.log(self.threshold))
-        inside = torch.ones(off.shape[:2], dtype=torch.bool)
+        inside = torch.ones(off.shape[:2], dtype=torch.bool, device=off.device)
         for d, s in enumerate(sizes):
             half = math.ceil(x * abs(float(self.sigma[d])) * (s - 1))
             inside &= off[..., d].abs() <= half
@@ -169,6 +172,7 @@ def main():
     p.add_argument("--scheme", choices=["siren", "txl_baseline"], default="siren")
     p.add_argument("--threshold", type=float, default=0.1)
     p.add_argument("--sigmas", default="0.3")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = p.parse_args()
     if a.scheme == "txl_baseline" and a.dims != 1:
         raise SystemExit("posattn_torch.py: the txl_baseline scheme is 1-D only (--dims 1)")
@@ -180,17 +184,26 @@ def main():
     torch.manual_seed(0)
     B, S, D = a.batch, a.side, a.width
     N = S * S
-    grid = relative_grid(S, a.dims)
+    dev = torch.device(a.device)
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    coords, idx, off, sizes = relative_grid(S, a.dims)
+    grid = (coords.to(dev), idx.to(dev), off.to(dev), sizes)
     inp = torch.nn.Sequential(torch.nn.Dropout(0.1), torch.nn.Linear(3, D))
     blocks = torch.nn.ModuleList(Block(a, a.dims, N, sigmas[l * a.dims:(l + 1) * a.dims]) for l in range(a.layers))
     out = torch.nn.Sequential(torch.nn.Linear(D, 64), torch.nn.LayerNorm(64), torch.nn.ReLU(), torch.nn.Dropout(0.1),
                               torch.nn.Linear(64, a.classes))
+    for m in (inp, blocks, out):
+        m.to(dev)
     params = list(inp.parameters()) + list(blocks.parameters()) + list(out.parameters())
     opt = torch.optim.Adam(params, lr=1e-3)
-    images = torch.rand(B, S, S, 3) * 2 - 1                             # channels last, in [-1, 1]
-    labels = torch.randint(0, a.classes, (B,))
+    images = (torch.rand(B, S, S, 3) * 2 - 1).to(dev)                  # channels last, in [-1, 1]
+    labels = torch.randint(0, a.classes, (B,)).to(dev)
     times = []
     for step in range(a.warmup + a.reps):
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         start = time.perf_counter()
         x = inp(images.view(B, N, 3))
         for block in blocks:
@@ -199,6 +212,8 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         if step >= a.warmup:
             times.append(time.perf_counter() - start)
     median = sorted(times)[len(times) // 2]

@@ -55,9 +55,12 @@ Cifar10 load_cifar10_files(const std::vector<std::filesystem::path>& files, Pixe
   return out;
 }
 
-Cifar10 load_cifar10_train(const std::filesystem::path& dir, PixelRange range) {
+Cifar10 load_cifar10_train(const std::filesystem::path& dir, PixelRange range, int64_t batches) {
+  if (batches < 1 || batches > kCifarTrainBatches)
+    fail("load_cifar10_train: {} training batches asked for; CIFAR-10 has data_batch_1 .. data_batch_{}", batches,
+         kCifarTrainBatches);
   std::vector<std::filesystem::path> files;
-  for (int64_t b = 1; b <= kCifarTrainBatches; ++b) files.push_back(dir / fmt::format("data_batch_{}.bin", b));
+  for (int64_t b = 1; b <= batches; ++b) files.push_back(dir / fmt::format("data_batch_{}.bin", b));
   return load_cifar10_files(files, range);
 }
 

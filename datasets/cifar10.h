@@ -36,8 +36,10 @@ struct Cifar10 {
 // size not a multiple of 3073, a label above 9 (with its record index).
 Cifar10 load_cifar10_files(const std::vector<std::filesystem::path>& files,
                            PixelRange range = PixelRange::Symmetric);
-// data_batch_1.bin .. data_batch_5.bin from `dir` (50,000 images).
-Cifar10 load_cifar10_train(const std::filesystem::path& dir, PixelRange range = PixelRange::Symmetric);
+// data_batch_1.bin .. data_batch_<batches>.bin from `dir` (all five: 50,000 images; fewer for a
+// partial copy, e.g. the one batch the GPU bundle carries). `batches` outside 1..5 is an error.
+Cifar10 load_cifar10_train(const std::filesystem::path& dir, PixelRange range = PixelRange::Symmetric,
+                           int64_t batches = kCifarTrainBatches);
 // test_batch.bin from `dir` when it exists, else nullopt.
 std::optional<Cifar10> load_cifar10_test(const std::filesystem::path& dir,
                                          PixelRange range = PixelRange::Symmetric);

@@ -1,81 +1,217 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine, in a checkout that carries the bundle of scripts/gpu_bundle.sh
-# (.gpu/): the test suites with their CUDA cases (parity with the CPU, gradcheck on the GPU,
-# golden PyTorch files on CUDA, count24 on the GPU), then the GPU benchmarks against their
-# PyTorch twins (python3 with torch from PATH). Logs go to $OUT (the device tool's folder) or
-# gpu-results/, at most 8 files; the summary is printed last and kept in summary.txt.
-# Usage: scripts/gpu_check.sh [tests|bench|all]      (default: all)
+# (.gpu/, unpacked here on first use), in stages:
+#   tests  every suite with its CUDA cases (parity with the CPU, gradcheck on the GPU, golden
+#          PyTorch files on CUDA, every positional scheme on the GPU, count24 on the GPU)
+#   bench  the GPU benchmarks against their PyTorch twins on the same GPU: matmul, the
+#          transformer step, the posattn thesis step (2-D SIREN + span t=0.1, B 20, 32x32), the
+#          charlm step at the shakespeare_gpu size
+#   apps   the apps on the GPU: one epoch of the posattn thesis model (2-D SIREN + span t=0.1) on
+#          the bundle's CIFAR-10 batch (data.train_batches=1: 8,000 training and 2,000 validation
+#          images; the 80-epoch time on all 40,000 is extrapolated from its time per image), then
+#          the charlm shakespeare_gpu preset for at most POSGRAD_CHARLM_MINUTES (default 6)
+#   smoke  here, without a GPU: every bench and app command of the stages above at toy sizes on
+#          the CPU, and each suite's test list, so that the bundle and this script are known to
+#          work before GPU time is spent on them. With POSGRAD_GPU_CHECK_BIN=build/bin it runs a
+#          local build's programs instead of the bundle's (the gpu_check_smoke CTest test), with
+#          the data folder POSGRAD_DATA_DIR or ../shared/data
+# PyTorch comes from python3 on PATH. Logs go to $OUT (the device tool's folder) or gpu-results/,
+# at most 8 files: summary.txt (appended as each step ends, so a run killed at its time limit
+# keeps what it finished), tests.log, bench.log, apps.log, and the two app runs' metrics.
+# Usage: scripts/gpu_check.sh [tests|bench|apps|all|smoke]...      (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-what=${1:-all}
+stages=("$@")
+[[ ${#stages[@]} -gt 0 ]] || stages=(all)
 out=${OUT:-$PWD/gpu-results}
 mkdir -p "$out"
-[[ -d .gpu/bin ]] || { echo "gpu_check: no .gpu/ here: run scripts/gpu_bundle.sh and carry .gpu" >&2; exit 2; }
+summary=$out/summary.txt
+say() { echo "$*" | tee -a "$summary"; }
+wants() {  # wants STAGE: true when STAGE (or all) was asked for
+  local s
+  for s in "${stages[@]}"; do
+    [[ $s == "$1" || ($s == all && $1 != smoke) ]] && return 0
+  done
+  return 1
+}
+for s in "${stages[@]}"; do
+  case $s in tests|bench|apps|all|smoke) ;; *) echo "gpu_check: unknown stage '$s' (tests, bench, apps, all, smoke)" >&2; exit 2 ;; esac
+done
 
-# The tests find golden files and the count24 binary under the paths they were built with.
-src=$(cat .gpu/source_dir)
-if [[ "$src" != "$PWD" && ! -e "$src" ]]; then
-  mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"
-fi
-if [[ ! -e "$src/build-gpu/bin" ]]; then
-  mkdir -p "$src/build-gpu" && ln -s "$PWD/.gpu/bin" "$src/build-gpu/bin"
-fi
-
-# cuBLAS and the CUDA runtime come from this machine: found by the loader, or searched for.
+programs=(test_tensor test_autograd test_nn test_attention test_apps count24 posattn charlm posgrad-sweep
+          bench_gpu_matmul bench_transformer bench_posattn_step bench_charlm_step)
 original_ld_path=${LD_LIBRARY_PATH-}
 ld_path=$original_ld_path
-for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
-  if ! LD_LIBRARY_PATH=$ld_path ldd .gpu/bin/test_tensor | grep -q "$lib => /"; then
-    found=$(find /usr/local /usr/lib /opt -name "$lib" 2>/dev/null | head -1)
-    [[ -n "$found" ]] && ld_path="$(dirname "$found")${ld_path:+:$ld_path}"
+if [[ -n ${POSGRAD_GPU_CHECK_BIN-} ]]; then
+  # The programs of a local build instead of the bundle (the gpu_check_smoke test: build/bin).
+  bin=$(realpath "$POSGRAD_GPU_CHECK_BIN")
+  data=$(realpath "${POSGRAD_DATA_DIR:-$PWD/../shared/data}")
+else
+  # The bundle: unpacked once (python3's tarfile reads xz; the machine may lack the xz tool).
+  if [[ ! -d .gpu/bin ]]; then
+    [[ -f .gpu/payload.tar.xz ]] || { echo "gpu_check: no .gpu/ here: run scripts/gpu_bundle.sh and carry .gpu" >&2; exit 2; }
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .gpu/payload.tar.xz .gpu ||
+      { echo "gpu_check: cannot unpack .gpu/payload.tar.xz" >&2; exit 2; }
   fi
-done
-# The machine's own C++ runtime unless it is older than the one the bundle was built with.
-if LD_LIBRARY_PATH=$ld_path ldd .gpu/bin/test_tensor 2>&1 | grep -q "version .* not found"; then
-  ld_path="$PWD/.gpu/fallback${ld_path:+:$ld_path}"
+  bin=$PWD/.gpu/bin
+  data=$PWD/.gpu/data
+  # The tests find golden files and the count24 binary under the paths they were built with.
+  src=$(cat .gpu/source_dir)
+  if [[ "$src" != "$PWD" && ! -e "$src" ]]; then
+    mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"
+  fi
+  if [[ ! -e "$src/build-gpu/bin" ]]; then
+    mkdir -p "$src/build-gpu" && ln -s "$bin" "$src/build-gpu/bin"
+  fi
+  # cuBLAS and the CUDA runtime come from this machine: found by the loader, or searched for.
+  for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
+    if ! LD_LIBRARY_PATH=$ld_path ldd "$bin/test_tensor" | grep -q "$lib => /"; then
+      found=$(find /usr/local /usr/lib /opt -name "$lib" 2>/dev/null | head -1)
+      [[ -n "$found" ]] && ld_path="$(dirname "$found")${ld_path:+:$ld_path}"
+    fi
+  done
+  # The machine's own C++ runtime unless it is older than the one the bundle was built with.
+  if LD_LIBRARY_PATH=$ld_path ldd "$bin/test_tensor" 2>&1 | grep -q "version .* not found"; then
+    ld_path="$PWD/.gpu/fallback${ld_path:+:$ld_path}"
+  fi
 fi
-missing=$(LD_LIBRARY_PATH=$ld_path ldd .gpu/bin/test_tensor 2>&1 | grep "not found")
-[[ -z "$missing" ]] || { echo "gpu_check: libraries not found:"; echo "$missing"; exit 2; }
-# PyTorch twins run with this machine's own environment (not the bundle's library path).
-python=$(command -v python3)
-twin_python="env LD_LIBRARY_PATH=$original_ld_path $python"
+missing=$(for p in "${programs[@]}"; do
+            [[ -x $bin/$p ]] || { echo "$p: not in $bin"; continue; }
+            LD_LIBRARY_PATH=$ld_path ldd "$bin/$p" 2>&1 | grep "not found" | sed "s|^|$p: |"
+          done)
+[[ -z "$missing" ]] || { echo "gpu_check: programs or libraries not found:"; echo "$missing"; exit 2; }
+# PyTorch twins run with this machine's own environment (not the bundle's library path), under
+# the first of python3 on PATH and Debian's /usr/bin/python3 that has torch.
+torch_python=$(command -v python3)
+for py in $(command -v python3) /usr/bin/python3; do
+  if env LD_LIBRARY_PATH="$original_ld_path" "$py" -c 'import torch' 2>/dev/null; then torch_python=$py; break; fi
+done
+twin_python="env LD_LIBRARY_PATH=$original_ld_path $torch_python"
+# posgrad's programs: the bundle's libraries, 4 OpenMP threads for the host side.
+run_posgrad() { env LD_LIBRARY_PATH="$ld_path" POSGRAD_PYTHON="$twin_python" OMP_NUM_THREADS=4 "$@"; }
 
-summary=()
-{
-  echo "gpu_check $(date -u +%FT%TZ)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 || true
-  cat .gpu/build_info
-} > "$out/summary.txt"
+if wants smoke; then
+  device=cpu
+  say "gpu_check smoke $(date -u +%FT%TZ): the stages' commands at toy sizes on the CPU"
+else
+  device=cuda
+  {
+    echo "gpu_check ${stages[*]} $(date -u +%FT%TZ)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 || true
+    cat .gpu/build_info
+  } | tee -a "$summary"
+fi
+runs=$(mktemp -d)  # the app runs' folders (their checkpoints are not copied back)
 
-if [[ "$what" == all || "$what" == tests ]]; then
+# step NAME LOG COMMAND...: runs a step, appends its output to LOG, says how it ended.
+failed=0
+step() {
+  local name=$1 log=$2 start=$SECONDS rc
+  shift 2
+  echo "=== $name: $*" >> "$log"
+  "$@" >> "$log" 2>&1
+  rc=$?
+  say "$name: exit $rc in $((SECONDS - start)) s"
+  [[ $rc -eq 0 ]] || failed=$((failed + 1))
+  return $rc
+}
+
+if wants tests; then
   for suite in tensor autograd nn attention apps; do
-    log="$out/test_$suite.log"
-    start=$SECONDS
-    env LD_LIBRARY_PATH="$ld_path" OMP_NUM_THREADS=4 ".gpu/bin/test_$suite" \
-      --log_level=test_suite --report_level=short > "$log" 2>&1
+    before=$(wc -l < "$out/tests.log" 2>/dev/null || echo 0)
+    step "test_$suite" "$out/tests.log" run_posgrad "$bin/test_$suite" --log_level=test_suite --report_level=short
     rc=$?
-    counts=$(grep -E "test cases? out of" "$log" | sed 's/^ *//' | paste -sd ';' -)
-    summary+=("test_$suite: exit $rc in $((SECONDS - start)) s; $counts")
+    tail -n +"$((before + 1))" "$out/tests.log" | grep -E "test cases? out of" | sed 's/^ */    /' | tee -a "$summary"
     if [[ $rc -ne 0 ]]; then
-      while read -r line; do summary+=("    $line"); done < <(grep -E "error: |fatal error|exception" "$log" | head -15)
+      tail -n +"$((before + 1))" "$out/tests.log" | grep -E "error: |fatal error|exception" | head -15 | sed 's/^/    /' |
+        tee -a "$summary"
     fi
   done
 fi
 
-if [[ "$what" == all || "$what" == bench ]]; then
-  env LD_LIBRARY_PATH="$ld_path" POSGRAD_PYTHON="$twin_python" .gpu/bin/bench_gpu_matmul \
-    --sizes 1024,2048,4096,8192 --reps 30 > "$out/bench_gpu_matmul.txt" 2>&1
-  summary+=("bench_gpu_matmul: exit $?")
-  while read -r line; do summary+=("    $line"); done < "$out/bench_gpu_matmul.txt"
-  : > "$out/bench_transformer.txt"
-  for run in 1 2 3; do
-    env LD_LIBRARY_PATH="$ld_path" POSGRAD_PYTHON="$twin_python" OMP_NUM_THREADS=4 \
-      .gpu/bin/bench_transformer --device cuda --batch 64 --tokens 512 --width 256 --heads 8 \
-      --ff 1024 --layers 6 --reps 10 --warmup 3 >> "$out/bench_transformer.txt" 2>&1
-    summary+=("bench_transformer run $run: exit $?")
+if wants smoke; then
+  for suite in tensor autograd nn attention apps; do
+    step "test_$suite --list_content" "$out/tests.log" run_posgrad "$bin/test_$suite" --list_content
   done
-  while read -r line; do summary+=("    $line"); done < <(grep -E "median|ratio|unavailable|bench_transformer:" "$out/bench_transformer.txt")
 fi
 
-printf '%s\n' "${summary[@]}" >> "$out/summary.txt"
-cat "$out/summary.txt"
+# The benchmarks: GPU sizes, or toy ones for the smoke stage.
+if wants bench || wants smoke; then
+  log=$out/bench.log
+  if [[ $device == cuda ]]; then
+    step bench_gpu_matmul "$log" run_posgrad "$bin/bench_gpu_matmul" --sizes 1024,2048,4096,8192 --reps 30
+    for run in 1 2 3; do
+      step "bench_transformer run $run" "$log" run_posgrad "$bin/bench_transformer" --device cuda --batch 64 --tokens 512 \
+        --width 256 --heads 8 --ff 1024 --layers 6 --reps 10 --warmup 3
+    done
+    for run in 1 2 3; do
+      step "bench_posattn_step run $run" "$log" run_posgrad "$bin/bench_posattn_step" --device cuda --batch 20 --side 32 \
+        --dims 2 --span 1 --reps 10 --warmup 3 --twins both --twin-reps 10 --twin-warmup 3
+    done
+    for run in 1 2 3; do
+      step "bench_charlm_step run $run" "$log" run_posgrad "$bin/bench_charlm_step" --device cuda --batch 64 --segment 256 \
+        --max-span 1024 --layers 6 --width 384 --heads 6 --ff 1536 --reps 10 --warmup 3 --generate 200
+    done
+  else
+    step bench_transformer "$log" run_posgrad "$bin/bench_transformer" --device cpu --batch 2 --tokens 16 --width 16 \
+      --heads 2 --ff 32 --layers 1 --reps 1 --warmup 1
+    step bench_posattn_step "$log" run_posgrad "$bin/bench_posattn_step" --device cpu --batch 1 --side 8 --dims 2 --span 1 \
+      --reps 1 --warmup 1 --twins both --twin-reps 1 --twin-warmup 1
+    step bench_charlm_step "$log" run_posgrad "$bin/bench_charlm_step" --device cpu --batch 2 --segment 16 --max-span 32 \
+      --layers 1 --width 16 --heads 2 --ff 32 --reps 1 --warmup 1 --generate 4 --context 8
+  fi
+  grep -E "median|ratio|pytorch|unavailable|failed|error" "$log" | sed 's/^/    /' | tee -a "$summary"
+fi
+
+have_data=1
+if wants apps || wants smoke; then
+  for f in cifar10/data_batch_1.bin tinyshakespeare/input.txt; do
+    [[ -f $data/$f ]] || { have_data=0; say "apps: skipped, no $data/$f (POSGRAD_DATA_DIR)"; }
+  done
+fi
+if (wants apps || wants smoke) && [[ $have_data == 1 ]]; then
+  log=$out/apps.log
+  # posattn: the thesis arm 2-D SIREN + span t=0.1 for one epoch of the bundle's batch.
+  posattn_args=(--config configs/posattn/2d_span_t01.yaml -Ddevice=$device -Ddata.dir="$data" -Ddata.train_batches=1
+                -Dtrain.epochs=1 --out "$runs/posattn")
+  [[ $device == cuda ]] || posattn_args+=(-Ddata.image_size=8 -Ddata.small_dataset=200 -Dmodel.layers=1 -Dtrain.max_steps=2)
+  step "posattn 2d_span_t01, one epoch" "$log" run_posgrad "$bin/posattn" "${posattn_args[@]}"
+  if [[ -f $runs/posattn/metrics.jsonl ]]; then
+    cp "$runs/posattn/metrics.jsonl" "$out/posattn_metrics.jsonl"
+    python3 - "$runs/posattn" <<'EOF' | tee -a "$summary"
+import json, sys
+run = sys.argv[1]
+s = json.load(open(run + "/summary.json"))
+m = [json.loads(l) for l in open(run + "/metrics.jsonl") if l.strip()][-1]
+per_image = m["time_per_sample_s"]
+print(f"    posattn: {s['train_images']} training images, {per_image * 1e3:.3f} ms per training image, "
+      f"val_acc {m['val_acc']:.4f}, score share {m['score_share']:.3f}")
+print(f"    posattn: 80 epochs of 40,000 training images (the thesis protocol) = {per_image * 40000 * 80 / 3600:.2f} h "
+      f"of training steps (validation not included); the thesis: 30-40 h on a Titan RTX, our goal 0.5 h")
+EOF
+  fi
+  # charlm: the shakespeare_gpu preset, stopped by its own clock (it still evaluates and writes its summary).
+  charlm_args=(train --config configs/charlm/shakespeare_gpu.yaml -Ddevice=$device -Ddata.data_dir="$data"
+               -Dtrain.max_minutes="${POSGRAD_CHARLM_MINUTES:-6}" --out "$runs/charlm")
+  [[ $device == cuda ]] || charlm_args+=(-Dmodel.layers=1 -Dmodel.width=16 -Dmodel.heads=2 -Dmodel.ff_width=32
+                                         -Dmodel.max_span=32 -Dtrain.segment=16 -Dtrain.batch_size=2 -Dtrain.steps=3
+                                         -Dtrain.warmup=1 -Dtrain.eval_every=3 -Dtrain.checkpoint_every=3
+                                         -Ddata.val_fraction=0.01)
+  step "charlm shakespeare_gpu" "$log" run_posgrad "$bin/charlm" "${charlm_args[@]}"
+  if [[ -f $runs/charlm/metrics.jsonl ]]; then
+    cp "$runs/charlm/metrics.jsonl" "$out/charlm_metrics.jsonl"
+    tokens_per_step=$([[ $device == cuda ]] && echo $((64 * 256)) || echo $((2 * 16)))
+    python3 - "$runs/charlm" "$tokens_per_step" <<'EOF' | tee -a "$summary"
+import json, sys
+s = json.load(open(sys.argv[1] + "/summary.json"))
+per_step = s["train_seconds"] / max(1, s["steps"])
+print(f"    charlm: {s['steps']} steps in {s['train_seconds']:.0f} s ({per_step * 1e3:.1f} ms a step, "
+      f"{int(sys.argv[2]) / per_step:.0f} tokens/s; the preset's 5,000 steps: {per_step * 5000 / 60:.1f} min), "
+      f"val_loss {s['val_loss']:.4f} (best {s['best_val_loss']:.4f}, target 1.47), "
+      f"stopped by the time limit: {s['stopped_by_time_limit']}, span avg {s['span_avg']:.0f} max {s['span_max']:.0f}")
+EOF
+  fi
+fi
+rm -rf "$runs"
+say "gpu_check: $failed step(s) failed"
+[[ $failed -eq 0 ]]

@@ -97,8 +97,10 @@ ImageSplits load_train_val(const PosattnSettings& c) {
   check_image_size(c, c.data.dataset == "cifar10" ? 32 : 28);
   const std::filesystem::path dir = dataset_folder(c);
   ImageSplits out;
+  if (c.data.dataset != "cifar10" && c.data.train_batches != kCifarTrainBatches)
+    fail("data.train_batches ({}) applies to cifar10 only, not data.dataset {}", c.data.train_batches, c.data.dataset);
   if (c.data.dataset == "cifar10") {
-    Cifar10 d = load_cifar10_train(dir);
+    Cifar10 d = load_cifar10_train(dir, PixelRange::Symmetric, c.data.train_batches);
     out.set = prepare(d.images, d.labels, c, cifar10_class_names(dir), subset_indices(c, d.size()));
   } else {
     Mnist d = load_mnist(dir, /*train=*/true, PixelRange::Symmetric);

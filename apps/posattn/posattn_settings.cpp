@@ -20,6 +20,10 @@ void declare(apps::Settings& s, PosattnSettings& c) {
       .at_least(0);
   s.add("data.small_dataset", c.data.small_dataset, "0: all images; else a seeded random subset of this many (before the split)")
       .at_least(0);
+  s.add("data.train_batches", c.data.train_batches,
+        "cifar10 only: read data_batch_1 .. data_batch_<this> (5: all 50,000 images; fewer for a partial copy)")
+      .at_least(1)
+      .at_most(5);
   s.add("data.val_fraction", c.data.val_fraction, "share of the images held out for validation").above(0).at_most(0.9);
   s.add("model.positional", c.model.positional, "positional scheme: any registered hook (txl_baseline and siren in the thesis)");
   s.add("model.positional_options", c.model.positional_options, "options of the scheme as key=value (e.g. [omega=10, hidden=64])");

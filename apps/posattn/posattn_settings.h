@@ -23,6 +23,7 @@ struct PosattnSettings {
     std::string dir = "";             // the data folder ("" = POSGRAD_DATA_DIR or ../shared/data)
     int64_t image_size = 0;           // 0 = native (32 / 28); else average-pooled to this side
     int64_t small_dataset = 0;        // 0 = all images; else a seeded random subset of this many
+    int64_t train_batches = 5;        // cifar10: read data_batch_1 .. data_batch_<this> (a partial copy)
     double val_fraction = 0.2;
   } data;
   struct {

@@ -201,7 +201,34 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_a_clear_error) {
   fails_with("-Ddata.dataset=smnist -Dmodel.positional_dims=2", {"positional_dims = 2 needs an image grid"});
   fails_with("-Dmodel.positional_options=omega", {"'omega' is not key=value"});
   fails_with("-Dmodel.positional=t5_bias", {"t5_bias", "1-D sequence positions"});  // a 1-D-only scheme on the grid
+  fails_with("-Ddata.train_batches=6", {"data.train_batches", "6"});
+  fails_with("-Ddata.dataset=mnist -Ddata.train_batches=2", {"data.train_batches (2) applies to cifar10 only"});
+  // A partial copy of CIFAR-10 (one batch file): all five batches are read by default, and the
+  // error names the missing file and the setting that reads fewer.
+  const fs::path partial = tmp.path() / "partial";
+  fs::create_directories(partial / "cifar10");
+  fs::create_symlink(*posgrad::try_find_data_dir() / "cifar10" / "data_batch_1.bin", partial / "cifar10" / "data_batch_1.bin");
+  fails_with("-Ddata.dir=" + partial.string(), {"data_batch_2.bin", "file not found"});
   BOOST_TEST(!fs::exists(tmp.path() / "r" / "config.yaml"));  // stopped before the run folder was written
+}
+
+// data.train_batches=1 trains on data_batch_1 alone (the GPU bundle carries only it): 10,000
+// images, split 8,000 / 2,000.
+BOOST_AUTO_TEST_CASE(one_training_batch_is_enough_with_train_batches) {
+  TempDir tmp;
+  const fs::path partial = tmp.path() / "partial";
+  fs::create_directories(partial / "cifar10");
+  fs::create_symlink(*posgrad::try_find_data_dir() / "cifar10" / "data_batch_1.bin", partial / "cifar10" / "data_batch_1.bin");
+  const fs::path out = tmp.path() / "run";
+  const int rc = run(fmt::format("--config configs/posattn/quick/2d_siren.yaml -Ddata.dir={} -Ddata.train_batches=1 "
+                                 "-Dtrain.max_steps=1 -Dtrain.eval_batch_size=500 --out {}",
+                                 partial.string(), out.string()),
+                     tmp.path() / "log.txt");
+  BOOST_REQUIRE_MESSAGE(rc == 0, read_text(tmp.path() / "log.txt"));
+  const auto summary = nlohmann::json::parse(read_text(out / "summary.json"));
+  BOOST_TEST(summary["train_images"] == 8000);
+  BOOST_TEST(summary["val_images"] == 2000);
+  BOOST_TEST(summary["steps"] == 1);
 }
 
 BOOST_AUTO_TEST_CASE(every_quick_preset_trains) {

@@ -59,6 +59,12 @@ BOOST_AUTO_TEST_CASE(train_batches_concatenate_and_test_batch_is_optional) {
   BOOST_TEST(test_set->size() == 3);
   std::filesystem::remove(dir / "data_batch_4.bin");
   expect_error([&] { load_cifar10_train(dir.path()); }, {"data_batch_4.bin", "file not found"});
+  // A partial copy: the first k batches only.
+  const Cifar10 first_three = load_cifar10_train(dir.path(), PixelRange::Symmetric, 3);
+  BOOST_TEST(first_three.size() == 6);
+  BOOST_TEST(first_three.labels.at<int64_t>({4}) == 3);
+  expect_error([&] { load_cifar10_train(dir.path(), PixelRange::Symmetric, 0); }, {"0 training batches", "data_batch_5"});
+  expect_error([&] { load_cifar10_train(dir.path(), PixelRange::Symmetric, 6); }, {"6 training batches"});
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_files) {
