@@ -9,16 +9,18 @@
 #   apps   the apps on the GPU: one epoch of the posattn thesis model (2-D SIREN + span t=0.1) on
 #          the bundle's CIFAR-10 batch (data.train_batches=1: 8,000 training and 2,000 validation
 #          images; the 80-epoch time on all 40,000 is extrapolated from its time per image), then
-#          the charlm shakespeare_gpu preset for at most POSGRAD_CHARLM_MINUTES (default 6)
+#          the charlm shakespeare_gpu preset for at most POSGRAD_CHARLM_MINUTES (default 5)
 #   smoke  here, without a GPU: every bench and app command of the stages above at toy sizes on
 #          the CPU, and each suite's test list, so that the bundle and this script are known to
 #          work before GPU time is spent on them. With POSGRAD_GPU_CHECK_BIN=build/bin it runs a
 #          local build's programs instead of the bundle's (the gpu_check_smoke CTest test), with
 #          the data folder POSGRAD_DATA_DIR or ../shared/data
-# PyTorch comes from python3 on PATH. Logs go to $OUT (the device tool's folder) or gpu-results/,
-# at most 8 files: summary.txt (appended as each step ends, so a run killed at its time limit
-# keeps what it finished), tests.log, bench.log, apps.log, and the two app runs' metrics.
+# PyTorch: python3 on PATH, or /usr/bin/python3 when only it has torch. Logs go to $OUT (the
+# device tool's folder) or gpu-results/, at most 8 files: summary.txt (appended as each step
+# ends, so a run killed at its time limit keeps what it finished), tests.log, bench.log, apps.log,
+# and the two app runs' metrics.
 # Usage: scripts/gpu_check.sh [tests|bench|apps|all|smoke]...      (default: all)
+# Through the device tool (10 minutes a call): `tests bench` in one call, `apps` in the next.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stages=("$@")
@@ -192,7 +194,7 @@ EOF
   fi
   # charlm: the shakespeare_gpu preset, stopped by its own clock (it still evaluates and writes its summary).
   charlm_args=(train --config configs/charlm/shakespeare_gpu.yaml -Ddevice=$device -Ddata.data_dir="$data"
-               -Dtrain.max_minutes="${POSGRAD_CHARLM_MINUTES:-6}" --out "$runs/charlm")
+               -Dtrain.max_minutes="${POSGRAD_CHARLM_MINUTES:-5}" --out "$runs/charlm")
   [[ $device == cuda ]] || charlm_args+=(-Dmodel.layers=1 -Dmodel.width=16 -Dmodel.heads=2 -Dmodel.ff_width=32
                                          -Dmodel.max_span=32 -Dtrain.segment=16 -Dtrain.batch_size=2 -Dtrain.steps=3
                                          -Dtrain.warmup=1 -Dtrain.eval_every=3 -Dtrain.checkpoint_every=3
