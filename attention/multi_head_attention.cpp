@@ -75,7 +75,7 @@ double MultiHeadAttention::last_computed_share(const Positions& positions, bool 
       fused_detail::widen_last_dim(S, computed.lo, computed.hi);
     return computed.pairs(S) / (N * N);
   }
-  return static_cast<double>(layout_for(positions, causal, kCPU).slots()) / N;
+  return static_cast<double>(layout_for(positions, causal, last_device_).slots()) / N;
 }
 
 ScoreLayout MultiHeadAttention::layout_for(const Positions& positions, bool causal, Device device) const {
@@ -104,6 +104,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
   Variable v = split_heads(v_proj_->forward(x));
   for (const auto& hook : hooks_) hook->rotate(q, k, pos);
   last_fused_probs_ = nullptr;
+  last_device_ = x.value().device();
 
   // The fused path: one op over the hooks' tables (Auto takes it whenever every hook can be
   // described; otherwise the layout rule below).

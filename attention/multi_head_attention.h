@@ -75,7 +75,8 @@ class MultiHeadAttention : public Module {
   // The share of the N^2 query-key scores the last forward's path computed at `positions`: the
   // pairs inside the key box on the fused path (it skips the rest; a box widened to whole rows of
   // the last dim by its column tables counts those rows), N K / N^2 on a layout (K = N dense, the
-  // window's slots on the window layout). Before any forward: the layout's share.
+  // window's slots on the window layout; the layout of the device the last forward ran on, so 1
+  // on a GPU, which has only the dense layout). Before any forward: the CPU layout's share.
   double last_computed_share(const Positions& positions, bool causal = false) const;
 
   int64_t heads() const { return heads_; }
@@ -93,6 +94,7 @@ class MultiHeadAttention : public Module {
   mutable Tensor last_probs_;
   std::optional<ScoreLayout> last_layout_;
   std::function<Tensor()> last_fused_probs_;  // set by a fused forward; computes last_probs_ on request
+  Device last_device_ = kCPU;                  // where the last forward ran
 };
 
 }  // namespace posgrad

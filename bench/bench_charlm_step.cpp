@@ -108,7 +108,8 @@ int main(int argc, char** argv) try {
              B, M, c.attention.max_span, init, model.layer(0).attention().window(), c.layers, c.attention.width,
              device.str(), threads);
   fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  ({} path; attention work {:.0f}% of full [S; segment])\n",
-             median * 1e3, static_cast<double>(B * M) / median, reference ? "reference" : "fused",
+             median * 1e3, static_cast<double>(B * M) / median,
+             reference || !device.is_cpu() ? "reference" : "fused",  // the fused path is CPU code
              100.0 * model.attention_flops_share(M));
   if (torch) {
     const std::string args = fmt::format("--batch {} --segment {} --max-span {} --layers {} --width {} --heads {} --ff {} "

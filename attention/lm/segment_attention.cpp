@@ -141,14 +141,13 @@ Variable SegmentAttention::rotate(const Variable& x, int64_t first_position) con
   return reshape(stack({even * cosine - odd * sine, odd * cosine + even * sine}, 4), {B, H, N, head_width_});
 }
 
-bool SegmentAttention::uses_fused_path(const Variable& h) const {
-  return config_.fused && h.value().device().is_cpu() && !keep_probs_ && !(config_.dropout > 0.0 && is_training());
+bool SegmentAttention::uses_fused_path(Device device) const {
+  return config_.fused && device.is_cpu() && !keep_probs_ && !(config_.dropout > 0.0 && is_training());
 }
 
 int64_t SegmentAttention::computed_pairs(int64_t M) const {
   const int64_t W = window(), s = config_.attend_self ? 1 : 0;
-  const bool fused = config_.fused && !keep_probs_ && !(config_.dropout > 0.0 && is_training());
-  return fused ? M * W : M * (W - s + M);
+  return uses_fused_path(q_proj_->weight().value().device()) ? M * W : M * (W - s + M);
 }
 
 namespace {
@@ -297,7 +296,7 @@ Variable SegmentAttention::attend(const Variable& q, const Variable& k, const Va
   const int64_t B = q.size(0), M = q.size(2), s = c.attend_self ? 1 : 0;
   const DType dtype = q.dtype();
   const Device device = q.value().device();
-  if (uses_fused_path(q)) return fused_window_attention(q, k, v, key_pe, W);
+  if (uses_fused_path(q.value().device())) return fused_window_attention(q, k, v, key_pe, W);
   Variable qc = c.position == SegmentPosition::TransformerXL ? q + reshape(u_, {c.heads, 1, head_width_}) : q;
   Variable content = matmul(qc, transpose(k, 2, 3));  // [B, H, M, W - s + M]
   if (s == 1) content = cat({content, Variable(Tensor::zeros({B, c.heads, M, 1}, dtype, device))}, 3);

@@ -99,8 +99,9 @@ class SegmentAttention : public Module {
   // The window W the next forward uses (S without trimming; see above).
   int64_t window() const;
   // The (query, key) pairs per head whose logits and weighted values the next forward over M
-  // queries on the CPU computes: M W on the fused path (each query its W slots), M (W - s + M)
-  // on the reference path (the dense product of the segment with [cache rows; segment]).
+  // queries computes on the module's device: M W on the fused path (each query its W slots; CPU
+  // only), M (W - s + M) on the reference path (the dense product of the segment with [cache
+  // rows; segment]).
   int64_t computed_pairs(int64_t M) const;
   // The mask over the window's slots [H, W] (slot j = distance as above); undefined without
   // adaptive span. Differentiable in c.
@@ -113,7 +114,8 @@ class SegmentAttention : public Module {
 
  private:
   Variable split_heads(const Variable& x) const;  // [B, N, D] -> [B, H, N, Dh]
-  bool uses_fused_path(const Variable& h) const;
+  // The fused path runs: asked for, on the CPU, no probabilities kept, no dropout in training.
+  bool uses_fused_path(Device device) const;
   // q [B, H, M, Dh], k, v [B, H, W - s + M, Dh] (key row W - s + i is query i's own position) ->
   // the heads' outputs merged [B, M, D] before out_proj, on the fused or the reference path.
   Variable attend(const Variable& q, const Variable& k, const Variable& v, const Variable& key_pe, int64_t W,

@@ -4,6 +4,8 @@
 // cases cover 1-D sequences, 2-D grids and trees, so every place where a scheme builds a table
 // or an index on the host and sends it to the data's device is exercised.
 //
+// Also: the share of scores computed, which the apps report, follows the device.
+//
 // Without a usable GPU the whole suite is reported as skipped with the reason; the CPU half of
 // each case (construction, forward, backward) runs in every build through run_on(kCPU) in the
 // `schemes_cuda_cpu_half` cases, so a case list that no longer builds fails here too.
@@ -138,6 +140,23 @@ BOOST_AUTO_TEST_SUITE(schemes_cuda, *boost::unit_test::precondition(posgrad::tes
 
 BOOST_DATA_TEST_CASE(scheme_on_the_gpu_matches_the_cpu, bdata::make(kCases), c) {
   check_agree(run_on(c, kCPU), run_on(c, posgrad::test::kGPU), c.label);
+}
+
+// The share of the N^2 scores a forward computed follows the device it ran on: the span's key box
+// on the CPU (the fused path), all of them on the GPU (the dense layout; the apps report it).
+BOOST_AUTO_TEST_CASE(computed_share_follows_the_device) {
+  Generator gen(3);
+  const Positions grid = Positions::grid({8, 8});
+  auto span = make_hook(HookSpec{"gaussian_span", HookOptions{{"sigma", "0.1"}, {"threshold", "0.1"}}},
+                        HookContext{.width = kWidth, .heads = kHeads, .structure = {8, 8}}, gen);
+  MultiHeadAttention mha(kWidth, kHeads, gen, {span});
+  Generator data(4);
+  const Tensor x = normal({1, 64, kWidth}, 0, 1, data);
+  mha.forward(Variable(x), {}, &grid);
+  BOOST_TEST(mha.last_computed_share(grid) < 0.5);  // a 5 x 5 box of the 8 x 8 grid at most
+  mha.to(posgrad::test::kGPU);
+  mha.forward(Variable(x.to(posgrad::test::kGPU)), {}, &grid);
+  BOOST_TEST(mha.last_computed_share(grid) == 1.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
