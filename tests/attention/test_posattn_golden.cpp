@@ -5,7 +5,8 @@
 // 6), in float64. Here the same weights are loaded into
 // PosattnClassifier; logits, loss, every parameter gradient, the losses of 3 Adam steps and the
 // learned sigmas are compared, on the reference and the fast path, in float64 (tight) and
-// float32 (loose). The worst error of each is printed.
+// float32 (loose), and again on the GPU (reference path) where one is usable. The worst error of
+// each is printed.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "nn/adam.h"
 #include "nn/losses.h"
 #include "nn/safetensors.h"
+#include "tests/device_support.h"
 #include "tests/golden_compare.h"
 
 using namespace posgrad;
@@ -65,11 +67,9 @@ const char* kGoldenFiles[] = {"posattn_siren1d_span.safetensors", "posattn_siren
                               "posattn_baseline.safetensors", "posattn_txl_span.safetensors",
                               "posattn_sinusoidal.safetensors", "posattn_learned_absolute.safetensors"};
 
-}  // namespace
-
-BOOST_AUTO_TEST_SUITE(posattn_golden)
-
-BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch, bdata::make(kGoldenFiles), file) {
+// Loads the golden weights into PosattnClassifier, runs it on `device` and compares everything
+// (values come back to the CPU for the comparison). The GPU has only the reference path.
+void check_golden_posattn(const std::string& file, Device device) {
   const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/" + file);
   const auto cfg_json = nlohmann::json::parse(golden.metadata.at("config"));
   const PosattnClassifierConfig cfg = config_from(cfg_json);
@@ -85,15 +85,17 @@ BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch, bdata::make(kGoldenFile
   };
   for (const Run& run : runs) {
     if (run.path == AttentionPath::Fast && !cfg.span) continue;  // no box: the fast path is the dense one
-    BOOST_TEST_MESSAGE(file << (run.path == AttentionPath::Fast ? " fast" : " reference") << " path, "
-                            << (run.dtype == kFloat64 ? "float64" : "float32"));
+    if (run.path == AttentionPath::Fast && !device.is_cpu()) continue;  // the window layout is CPU code
+    BOOST_TEST_MESSAGE(file << " on " << device.str() << (run.path == AttentionPath::Fast ? ", fast" : ", reference")
+                            << " path, " << (run.dtype == kFloat64 ? "float64" : "float32"));
     Generator gen(5);
     PosattnClassifier model(cfg, gen);
     model.set_path(run.path);
     model.to(run.dtype);  // first: loading converts the file's float64 to the module's dtype
     model.load_state_dict(weights, /*strict=*/true);
     BOOST_TEST(model.named_parameters().size() == weights.size());
-    const Tensor images = golden.at("images").to(run.dtype), labels = golden.at("labels");
+    model.to(device);
+    const Tensor images = golden.at("images").to(run.dtype).to(device), labels = golden.at("labels").to(device);
 
     Variable logits = model.forward(Variable(images));
     Variable loss = cross_entropy(logits, labels);
@@ -126,6 +128,23 @@ BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch, bdata::make(kGoldenFile
     BOOST_TEST_MESSAGE(fmt::format("  worst |diff|: logits {:.3g}, gradients {:.3g}, adam losses {:.3g}, sigma {:.3g}", dl,
                                    worst_grad, da, ds));
   }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(posattn_golden)
+
+BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch, bdata::make(kGoldenFiles), file) {
+  check_golden_posattn(file, kCPU);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The same golden files on the GPU (reported as skipped where there is none).
+BOOST_AUTO_TEST_SUITE(posattn_golden_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
+
+BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch_on_cuda, bdata::make(kGoldenFiles), file) {
+  check_golden_posattn(file, posgrad::test::kGPU);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,6 @@
-// Checkpoints: a resumed run continues bit-identically, broken checkpoint directories are named
-// errors, and truncated or bit-flipped files are caught by the checksums state.json records.
+// Checkpoints: a resumed run continues bit-identically (on the CPU, and on the GPU where one is
+// usable), broken checkpoint directories are named errors, and truncated or bit-flipped files are
+// caught by the checksums state.json records.
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "autograd/functions.h"
 #include "nn/adam.h"
 #include "nn/checkpoint.h"
+#include "tests/device_support.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
@@ -28,19 +30,23 @@ struct Run {
   std::unique_ptr<Adam> opt;
   Generator gen;
 
-  explicit Run(uint64_t seed) : gen(seed) {
+  Device device;
+
+  // The data and the parameters live on `device`; the generator (CPU Philox) draws on the host.
+  explicit Run(uint64_t seed, Device on = kCPU) : gen(seed), device(on) {
     Generator data_gen(99);
     x = normal({16, 3}, 0, 1, data_gen);
     const Tensor w_true = Tensor::from_vector({1.5f, -2.0f, 0.5f}, {3, 1});
-    y = add_scalar(matmul(x, w_true), 0.3) + normal({16, 1}, 0, 0.1, data_gen);
-    w = Variable(Tensor::zeros({3, 1}), true);
-    b = Variable(Tensor::zeros({1}), true);
+    y = (add_scalar(matmul(x, w_true), 0.3) + normal({16, 1}, 0, 0.1, data_gen)).to(device);
+    x = x.to(device);
+    w = Variable(Tensor::zeros({3, 1}).to(device), true);
+    b = Variable(Tensor::zeros({1}).to(device), true);
     opt = std::make_unique<Adam>(std::vector<Variable>{w, b}, AdamOptions{.lr = 0.05, .amsgrad = true});
   }
 
   void train_step() {
     const int64_t start = static_cast<int64_t>(gen.next_uniform() * 4) * 4;
-    const Tensor xb = x.narrow(0, start, 4) + normal({4, 3}, 0, 0.01, gen);
+    const Tensor xb = x.narrow(0, start, 4) + normal({4, 3}, 0, 0.01, gen).to(device);
     const Tensor yb = y.narrow(0, start, 4);
     Variable loss = mean(square(sub(add(matmul(Variable(xb), w), b), Variable(yb))));
     opt->zero_grad();
@@ -65,17 +71,19 @@ void expect_error(const fs::path& dir, const std::string& needle) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(checkpoint)
+namespace {
 
-BOOST_AUTO_TEST_CASE(resume_continues_bit_identically) {
+// 10 steps straight against 5 steps, a checkpoint, and 5 more steps in fresh parameters and a
+// fresh optimizer, all on `device` (the checkpoint's tensors are read to the CPU and back).
+void check_resume_continues_bit_identically(Device device) {
   // 10 steps straight.
-  Run straight(1234);
+  Run straight(1234, device);
   for (int i = 0; i < 10; ++i) straight.train_step();
 
   // 5 steps, save, load into fresh parameters and a fresh optimizer, 5 more steps.
   TempDir dir;
   {
-    Run first(1234);
+    Run first(1234, device);
     for (int i = 0; i < 5; ++i) first.train_step();
     Checkpoint ckpt;
     ckpt.step = 5;
@@ -91,7 +99,7 @@ BOOST_AUTO_TEST_CASE(resume_continues_bit_identically) {
   std::sort(files.begin(), files.end());
   BOOST_TEST(files == std::vector<std::string>({"model.safetensors", "optimizer.safetensors", "state.json"}));
 
-  Run resumed(777);  // a different seed: everything must come from the checkpoint
+  Run resumed(777, device);  // a different seed: everything must come from the checkpoint
   const Checkpoint loaded = load_checkpoint(dir.path() / "step_5");
   BOOST_TEST(loaded.step == 5);
   BOOST_TEST(loaded.extra_json == R"({"epoch":0,"batches_seen":5})");
@@ -109,6 +117,12 @@ BOOST_AUTO_TEST_CASE(resume_continues_bit_identically) {
   // And the run actually learned something (the test is not vacuous).
   BOOST_TEST(std::abs(straight.w.value().to_vector<float>()[0]) > 0.05f);
 }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(checkpoint)
+
+BOOST_AUTO_TEST_CASE(resume_continues_bit_identically) { check_resume_continues_bit_identically(kCPU); }
 
 BOOST_AUTO_TEST_CASE(hyperparameters_round_trip_exactly) {
   TempDir dir;
@@ -291,6 +305,15 @@ BOOST_AUTO_TEST_CASE(the_step_cross_check_still_guards_files_with_valid_checksum
   state["crc32"] = fmt::format("{:08x}", crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
   write_text(dir.path() / "state.json", state.dump(2));
   expect_error(dir.path(), "state.json is from step 2, model.safetensors from step 1");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The same on the GPU: parameters and Adam's buffers saved from cuda:0 and loaded back to it.
+BOOST_AUTO_TEST_SUITE(checkpoint_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
+
+BOOST_AUTO_TEST_CASE(resume_on_the_gpu_continues_bit_identically) {
+  check_resume_continues_bit_identically(posgrad::test::kGPU);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
