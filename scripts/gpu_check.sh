@@ -2,7 +2,8 @@
 # Runs on a lent GPU machine, in a checkout that carries the bundle of scripts/gpu_bundle.sh
 # (.gpu/, unpacked here on first use), in stages:
 #   tests  every suite with its CUDA cases (parity with the CPU, gradcheck on the GPU, golden
-#          PyTorch files on CUDA, every positional scheme on the GPU, count24 on the GPU)
+#          PyTorch files on CUDA, every positional scheme, the char LM and checkpoint resume on
+#          the GPU, count24 on the GPU)
 #   bench  the GPU benchmarks against their PyTorch twins on the same GPU: matmul, the
 #          transformer step, the posattn thesis step (2-D SIREN + span t=0.1, B 20, 32x32), the
 #          charlm step at the shakespeare_gpu size
