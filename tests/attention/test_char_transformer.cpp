@@ -9,7 +9,12 @@
 //   * the distance-space reshapes (unskew / skew) against the spec's index facts;
 //   * the fused path (each query visits only its W slots) equals the reference path's dense
 //     M x (W + M) product, logits and every gradient (span parameters included), for every
-//     positional scheme, with a cache shorter than the window (zero slots) and longer than it.
+//     positional scheme, with a cache shorter than the window (zero slots) and longer than it;
+//   * computed_pairs counts the path that runs: M W for the fused path on the CPU, M (W - s + M)
+//     for the reference path, which a model on the GPU takes;
+//   * on the GPU (char_transformer_cuda, skipped without one): a model on cuda:0 gives the CPU
+//     copy's logits and every gradient over two cached segments for every scheme (fused CPU
+//     against reference GPU), and K/V-cached decoding there gives a full forward's logits.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -20,6 +25,7 @@
 #include "nn/losses.h"
 #include "nn/safetensors.h"
 #include "posgrad.h"
+#include "tests/device_support.h"
 #include "tests/golden_compare.h"
 
 using namespace posgrad;
@@ -48,7 +54,8 @@ CharTransformerConfig small_config(const std::string& position, bool pre_norm, i
 void set_spans(CharTransformer& model, const std::vector<std::vector<double>>& c) {
   for (int64_t l = 0; l < model.num_layers(); ++l) {
     Tensor value = model.layer(l).attention().span()->c().value();
-    value.copy_(Tensor::from_vector(c.at(static_cast<size_t>(l)), {static_cast<int64_t>(c[static_cast<size_t>(l)].size())}));
+    const auto& row = c.at(static_cast<size_t>(l));
+    value.copy_(Tensor::from_vector(row, {static_cast<int64_t>(row.size())}).to(value.device()));
   }
 }
 
@@ -354,6 +361,79 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_errors) {
   LayerCache cache;
   BOOST_CHECK_THROW(model.forward(Tensor::zeros({2, 3}, kFloat32), cache, gen), Error);
   BOOST_CHECK_THROW(model.forward(Tensor::zeros({2, 0}, DType::Int64), cache, gen), Error);
+}
+
+
+BOOST_AUTO_TEST_CASE(computed_pairs_counts_the_path_that_runs) {
+  CharTransformerConfig fused = small_config("key_pe", false, 64), reference = fused;
+  reference.attention.fused = false;
+  Generator g1(5), g2(5);
+  CharTransformer a(fused, g1), b(reference, g2);
+  set_spans(a, {{0.1, 0.3}, {0.0, 0.05}});
+  set_spans(b, {{0.1, 0.3}, {0.0, 0.05}});
+  const int64_t M = 20, W = a.layer(0).attention().window();
+  BOOST_TEST(W == 32);
+  BOOST_TEST(a.layer(0).attention().computed_pairs(M) == M * W);  // key_pe: no self slot (s = 0)
+  BOOST_TEST(b.layer(0).attention().computed_pairs(M) == M * (W + M));
+  BOOST_TEST(a.attention_flops_share(M) < b.attention_flops_share(M));
+  if (cuda_available()) {  // on the GPU the fused model runs the reference path, and counts it
+    a.to(posgrad::test::kGPU);
+    BOOST_TEST(a.layer(0).attention().computed_pairs(M) == M * (W + M));
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(char_transformer_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
+
+BOOST_DATA_TEST_CASE(gpu_equals_cpu_with_cache, bdata::make({"key_pe", "transformer_xl", "rope", "alibi", "none"}),
+                     position) {
+  const CharTransformerConfig c = small_config(position, false, 64);
+  Generator g_cpu(5), g_gpu(5);
+  CharTransformer cpu(c, g_cpu), gpu(c, g_gpu);
+  cpu.to(kFloat64);
+  gpu.to(kFloat64);
+  gpu.to(posgrad::test::kGPU);
+  set_spans(cpu, {{0.1, 0.3}, {0.0, 0.05}});
+  set_spans(gpu, {{0.1, 0.3}, {0.0, 0.05}});
+  const Tensor tokens = random_tokens(2, 61, c.vocab, 8);
+  LayerCache cache_cpu, cache_gpu;
+  for (int64_t seg = 0; seg < 2; ++seg) {
+    const int64_t M = seg == 0 ? 20 : 40, start = seg == 0 ? 0 : 20;
+    const Tensor x = tokens.narrow(1, start, M).contiguous(), y = tokens.narrow(1, start + 1, M).contiguous();
+    cpu.zero_grad();
+    gpu.zero_grad();
+    Variable logits_cpu = cpu.forward(x, cache_cpu, g_cpu);
+    Variable logits_gpu = gpu.forward(x.to(posgrad::test::kGPU), cache_gpu, g_gpu);
+    const std::string what = fmt::format("{} segment {}", position, seg);
+    expect_close(what + " logits", logits_gpu.value().to(kCPU), logits_cpu.value(), 1e-10, 1e-10);
+    (cross_entropy(logits_cpu, y) + cpu.span_loss()).backward();
+    (cross_entropy(logits_gpu, y.to(posgrad::test::kGPU)) + gpu.span_loss()).backward();
+    const auto pc = cpu.named_parameters(), pg = gpu.named_parameters();
+    BOOST_REQUIRE_EQUAL(pc.size(), pg.size());
+    for (size_t i = 0; i < pc.size(); ++i) {
+      BOOST_REQUIRE(pg[i].second.grad().defined());
+      expect_close(what + " grad." + pc[i].first, pg[i].second.grad().to(kCPU), pc[i].second.grad(), 1e-9, 1e-9);
+    }
+  }
+}
+
+BOOST_DATA_TEST_CASE(kv_cached_decoding_on_the_gpu, bdata::make({"key_pe", "rope", "transformer_xl"}), position) {
+  const Device gpu = posgrad::test::kGPU;
+  Generator gen(23);
+  CharTransformer model(small_config(position, false, 64), gen);
+  model.to(kFloat64);
+  model.to(gpu);
+  model.eval();
+  set_spans(model, {{0.3, 0.1}, {0.5, 0.0}});
+  const Tensor tokens = random_tokens(2, 60, 11, 3).to(gpu);
+  LayerCache full_cache;
+  const Tensor full = model.forward(tokens, full_cache, gen).value();  // [2, T, V]
+  DecodeCache decode;
+  std::vector<Tensor> parts{model.forward_incremental(tokens.narrow(1, 0, 5).contiguous(), decode, gen).value()};
+  for (int64_t t = 5; t < 60; ++t)
+    parts.push_back(model.forward_incremental(tokens.narrow(1, t, 1).contiguous(), decode, gen).value());
+  expect_close(std::string("kv decoding on the GPU ") + position, cat(parts, 1).to(kCPU), full.to(kCPU), 1e-12, 1e-10);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
