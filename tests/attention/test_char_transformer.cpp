@@ -72,6 +72,35 @@ Variable lm_loss(CharTransformer& model, const Variable& logits, const Tensor& t
   return span.defined() ? loss + span : loss;
 }
 
+// Runs model `a` and model `b` (on b's device) over the same two segments of one text, each
+// carrying its own cache: 20 tokens from an empty cache (the window reaches zero slots), then 40
+// (a cache longer than the trimmed window). Checks logits to `atol`/`rtol` and every parameter
+// gradient to 10x that (b's values brought to the CPU).
+void expect_same_over_two_segments(CharTransformer& a, Generator& ga, CharTransformer& b, Generator& gb,
+                                   const std::string& label, double atol, double rtol) {
+  const Device device = b.named_parameters().front().second.value().device();
+  const Tensor tokens = random_tokens(2, 61, a.config().vocab, 8);
+  LayerCache ca, cb;
+  for (int64_t seg = 0; seg < 2; ++seg) {
+    const int64_t M = seg == 0 ? 20 : 40, start = seg == 0 ? 0 : 20;
+    const Tensor x = tokens.narrow(1, start, M).contiguous(), y = tokens.narrow(1, start + 1, M).contiguous();
+    a.zero_grad();
+    b.zero_grad();
+    Variable logits_a = a.forward(x, ca, ga), logits_b = b.forward(x.to(device), cb, gb);
+    const std::string what = fmt::format("{} segment {}", label, seg);
+    expect_close(what + " logits", logits_b.value(), logits_a.value(), atol, rtol);
+    lm_loss(a, logits_a, y).backward();
+    lm_loss(b, logits_b, y.to(device)).backward();
+    const auto pa = a.named_parameters(), pb = b.named_parameters();
+    BOOST_REQUIRE_EQUAL(pa.size(), pb.size());
+    for (size_t i = 0; i < pa.size(); ++i) {
+      BOOST_REQUIRE(pa[i].second.grad().defined());
+      BOOST_REQUIRE(pb[i].second.grad().defined());
+      expect_close(what + " grad." + pa[i].first, pb[i].second.grad(), pa[i].second.grad(), 10 * atol, 10 * rtol);
+    }
+  }
+}
+
 const char* kGoldenFiles[] = {"charlm_key_pe_postnorm.safetensors", "charlm_rope_prenorm.safetensors"};
 
 }  // namespace
@@ -243,25 +272,8 @@ BOOST_DATA_TEST_CASE(fused_path_equals_the_reference,
   set_spans(a, {{0.1, 0.3}, {0.0, 0.05}});
   set_spans(b, {{0.1, 0.3}, {0.0, 0.05}});
   BOOST_TEST(a.layer(0).attention().window() == 32);
-  const Tensor tokens = random_tokens(2, 61, fused.vocab, 8);
-  LayerCache ca, cb;
-  for (int64_t seg = 0; seg < 2; ++seg) {
-    const int64_t M = seg == 0 ? 20 : 40, start = seg == 0 ? 0 : 20;
-    const Tensor x = tokens.narrow(1, start, M).contiguous(), y = tokens.narrow(1, start + 1, M).contiguous();
-    a.zero_grad();
-    b.zero_grad();
-    Variable logits_a = a.forward(x, ca, g1), logits_b = b.forward(x, cb, g2);
-    const std::string what = fmt::format("{} self {} pre_norm {} segment {}", position, attend_self, pre_norm, seg);
-    expect_close(what + " logits", logits_a.value(), logits_b.value(), 1e-12, 1e-11);
-    lm_loss(a, logits_a, y).backward();
-    lm_loss(b, logits_b, y).backward();
-    const auto pa = a.named_parameters(), pb = b.named_parameters();
-    BOOST_REQUIRE_EQUAL(pa.size(), pb.size());
-    for (size_t i = 0; i < pa.size(); ++i) {
-      BOOST_REQUIRE(pa[i].second.grad().defined());
-      expect_close(what + " grad." + pa[i].first, pa[i].second.grad(), pb[i].second.grad(), 1e-11, 1e-10);
-    }
-  }
+  expect_same_over_two_segments(a, g1, b, g2, fmt::format("{} self {} pre_norm {}", position, attend_self, pre_norm),
+                                1e-12, 1e-11);
   // The span parameters' gradients are not trivially zero (the mask's ramp is inside the window).
   const Tensor dc = a.layer(0).attention().span()->c().grad();
   BOOST_TEST(std::abs(dc.to_vector<double>()[0]) + std::abs(dc.to_vector<double>()[1]) > 0.0);
@@ -396,26 +408,7 @@ BOOST_DATA_TEST_CASE(gpu_equals_cpu_with_cache, bdata::make({"key_pe", "transfor
   gpu.to(posgrad::test::kGPU);
   set_spans(cpu, {{0.1, 0.3}, {0.0, 0.05}});
   set_spans(gpu, {{0.1, 0.3}, {0.0, 0.05}});
-  const Tensor tokens = random_tokens(2, 61, c.vocab, 8);
-  LayerCache cache_cpu, cache_gpu;
-  for (int64_t seg = 0; seg < 2; ++seg) {
-    const int64_t M = seg == 0 ? 20 : 40, start = seg == 0 ? 0 : 20;
-    const Tensor x = tokens.narrow(1, start, M).contiguous(), y = tokens.narrow(1, start + 1, M).contiguous();
-    cpu.zero_grad();
-    gpu.zero_grad();
-    Variable logits_cpu = cpu.forward(x, cache_cpu, g_cpu);
-    Variable logits_gpu = gpu.forward(x.to(posgrad::test::kGPU), cache_gpu, g_gpu);
-    const std::string what = fmt::format("{} segment {}", position, seg);
-    expect_close(what + " logits", logits_gpu.value().to(kCPU), logits_cpu.value(), 1e-10, 1e-10);
-    (cross_entropy(logits_cpu, y) + cpu.span_loss()).backward();
-    (cross_entropy(logits_gpu, y.to(posgrad::test::kGPU)) + gpu.span_loss()).backward();
-    const auto pc = cpu.named_parameters(), pg = gpu.named_parameters();
-    BOOST_REQUIRE_EQUAL(pc.size(), pg.size());
-    for (size_t i = 0; i < pc.size(); ++i) {
-      BOOST_REQUIRE(pg[i].second.grad().defined());
-      expect_close(what + " grad." + pc[i].first, pg[i].second.grad().to(kCPU), pc[i].second.grad(), 1e-9, 1e-9);
-    }
-  }
+  expect_same_over_two_segments(cpu, g_cpu, gpu, g_gpu, std::string(position) + " cpu vs gpu", 1e-10, 1e-10);
 }
 
 BOOST_DATA_TEST_CASE(kv_cached_decoding_on_the_gpu, bdata::make({"key_pe", "rope", "transformer_xl"}), position) {
