@@ -3,7 +3,7 @@
 # git): that machine has the CUDA toolkit, PyTorch and a driver, but no package registries, so it
 # cannot install fmt, Boost.Test or yaml-cpp to build posgrad itself. The device tool carries at
 # most 64 MiB (the checkout's tracked files included), so everything but two small text files is
-# packed into .gpu/payload.tar.xz (about 45 MB), which gpu_check.sh unpacks there:
+# packed into .gpu/payload.tar.xz (about 32 MiB), which gpu_check.sh unpacks there:
 #   bin/        the test suites that matter on a GPU, count24, the apps (posattn, charlm,
 #               posgrad-sweep) and the GPU benchmarks with their PyTorch twins' drivers (stripped,
 #               built for x86-64-v3, not -march=native: the GPU machine's CPU is another one)
@@ -29,8 +29,8 @@ command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] ||
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSGRAD_CUDA=ON -DPOSGRAD_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   -DCMAKE_BUILD_RPATH='$ORIGIN/../lib' >/dev/null
-programs=(test_tensor test_autograd test_nn test_attention test_apps count24 posattn charlm posgrad-sweep
-          bench_gpu_matmul bench_transformer bench_posattn_step bench_charlm_step)
+source scripts/gpu_programs.sh
+programs=("${gpu_programs[@]}")
 data=${POSGRAD_DATA_DIR:-../shared/data}
 cmake --build build-gpu -j "$(nproc 2>/dev/null || echo 2)" --target "${programs[@]}"
 

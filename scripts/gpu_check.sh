@@ -41,8 +41,8 @@ for s in "${stages[@]}"; do
   case $s in tests|bench|apps|all|smoke) ;; *) echo "gpu_check: unknown stage '$s' (tests, bench, apps, all, smoke)" >&2; exit 2 ;; esac
 done
 
-programs=(test_tensor test_autograd test_nn test_attention test_apps count24 posattn charlm posgrad-sweep
-          bench_gpu_matmul bench_transformer bench_posattn_step bench_charlm_step)
+source scripts/gpu_programs.sh
+programs=("${gpu_programs[@]}")
 original_ld_path=${LD_LIBRARY_PATH-}
 ld_path=$original_ld_path
 if [[ -n ${POSGRAD_GPU_CHECK_BIN-} ]]; then
@@ -108,6 +108,7 @@ runs=$(mktemp -d)  # the app runs' folders (their checkpoints are not copied bac
 
 # step NAME LOG COMMAND...: runs a step, appends its output to LOG, says how it ended.
 failed=0
+no_summary() { say "$1: its run's summary could not be read (above)"; failed=$((failed + 1)); }
 step() {
   local name=$1 log=$2 start=$SECONDS rc
   shift 2
@@ -181,7 +182,7 @@ if (wants apps || wants smoke) && [[ $have_data == 1 ]]; then
   step "posattn 2d_span_t01, one epoch" "$log" run_posgrad "$bin/posattn" "${posattn_args[@]}"
   if [[ -f $runs/posattn/metrics.jsonl ]]; then
     cp "$runs/posattn/metrics.jsonl" "$out/posattn_metrics.jsonl"
-    python3 - "$runs/posattn" <<'EOF' | tee -a "$summary"
+    python3 - "$runs/posattn" <<'EOF' | tee -a "$summary" || no_summary posattn
 import json, sys
 run = sys.argv[1]
 s = json.load(open(run + "/summary.json"))
@@ -203,13 +204,13 @@ EOF
   step "charlm shakespeare_gpu" "$log" run_posgrad "$bin/charlm" "${charlm_args[@]}"
   if [[ -f $runs/charlm/metrics.jsonl ]]; then
     cp "$runs/charlm/metrics.jsonl" "$out/charlm_metrics.jsonl"
-    tokens_per_step=$([[ $device == cuda ]] && echo $((64 * 256)) || echo $((2 * 16)))
-    python3 - "$runs/charlm" "$tokens_per_step" <<'EOF' | tee -a "$summary"
+    python3 - "$runs/charlm" <<'EOF' | tee -a "$summary" || no_summary charlm
 import json, sys
 s = json.load(open(sys.argv[1] + "/summary.json"))
 per_step = s["train_seconds"] / max(1, s["steps"])
 print(f"    charlm: {s['steps']} steps in {s['train_seconds']:.0f} s ({per_step * 1e3:.1f} ms a step, "
-      f"{int(sys.argv[2]) / per_step:.0f} tokens/s; the preset's 5,000 steps: {per_step * 5000 / 60:.1f} min), "
+      f"{s['train_tokens'] / s['train_seconds']:.0f} tokens/s; the preset's {s['steps_planned']:,} steps: "
+      f"{per_step * s['steps_planned'] / 60:.1f} min), "
       f"val_loss {s['val_loss']:.4f} (best {s['best_val_loss']:.4f}, target 1.47), "
       f"stopped by the time limit: {s['stopped_by_time_limit']}, span avg {s['span_avg']:.0f} max {s['span_max']:.0f}")
 EOF

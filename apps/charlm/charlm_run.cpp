@@ -426,6 +426,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
                          {"val_tokens", final_val.tokens},
                          {"best_val_loss", checkpoints.best_value().value_or(NAN)},
                          {"steps", at.step},
+                         {"steps_planned", c.train.steps},
+                         {"train_tokens", at.step * c.train.batch_size * c.train.segment},
                          {"stopped_by_time_limit", out_of_time},
                          {"train_seconds", train_seconds},
                          {"final_train_loss", losses.empty() ? NAN : losses.back()},

@@ -67,6 +67,8 @@ BOOST_AUTO_TEST_CASE(trains_evaluates_and_samples) {
   BOOST_TEST(std::isfinite(val));
   BOOST_TEST(val < std::log(24.0));  // better than uniform over the text's symbols
   BOOST_TEST(summary.at("steps") == 12);
+  BOOST_TEST(summary.at("steps_planned") == 12);
+  BOOST_TEST(summary.at("train_tokens") == 12 * 4 * 16);  // steps x train.batch_size x train.segment of tiny()
   for (const char* f : {"span_mask.png", "spans.png", "learning_curves.png"}) BOOST_TEST(fs::exists(out / "figures" / f), f);
   BOOST_TEST(fs::exists(out / "vocab.json"));
   fs::remove(out / "vocab.json");  // eval and sample read the vocabulary from the checkpoint
