@@ -38,11 +38,16 @@ std::string format_duration(double seconds) {
 Progress::Progress(int64_t total, std::string label) : Progress(total, std::move(label), Options{}) {}
 
 Progress::Progress(int64_t total, std::string label, Options options)
-    : total_(total), label_(std::move(label)), opt_(options), start_(Clock::now()) {
+    : total_(total), label_(std::move(label)), opt_(std::move(options)) {
   if (opt_.stream == nullptr) opt_.stream = stdout;
+  if (!opt_.clock) {
+    opt_.clock = [] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    };
+  }
   terminal_ = opt_.mode == Mode::Terminal ||
               (opt_.mode == Mode::Auto && ::isatty(::fileno(opt_.stream)) == 1);
-  last_draw_ = start_;
+  start_ = last_draw_ = last_update_ = now();
 }
 
 Progress::~Progress() {
@@ -58,32 +63,39 @@ Progress::~Progress() {
   finish();
 }
 
-double Progress::elapsed_s() const {
-  return std::chrono::duration<double>(Clock::now() - start_).count();
-}
+double Progress::now() const { return opt_.clock(); }
 
-// Steps per second over the last ~10 s (the whole run until then).
+double Progress::elapsed_s() const { return now() - start_; }
+
+// Steps per second: the inverse of the median time per step over the last kRateWindow updates.
+// A median, not a mean over a time window, so that one long gap between two steps (validation, a
+// checkpoint, another process taking the core) does not set the rate.
 double Progress::rate() const {
-  if (samples_.size() < 2) return 0.0;
-  const auto& [t0, s0] = samples_.front();
-  const auto& [t1, s1] = samples_.back();
-  return t1 > t0 ? static_cast<double>(s1 - s0) / (t1 - t0) : 0.0;
+  if (step_seconds_.empty()) return 0.0;
+  std::vector<double> sorted(step_seconds_.begin(), step_seconds_.end());
+  auto mid = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+  std::nth_element(sorted.begin(), mid, sorted.end());
+  return *mid > 0 ? 1.0 / *mid : 0.0;
 }
 
 void Progress::update(int64_t step, const Metrics& metrics) {
   if (finished_) return;
-  const double now = elapsed_s();
+  constexpr size_t kRateWindow = 63;
+  const double t = now();
   if (first_step_ < 0) {
     // Rates count from here, so a resumed run does not claim the earlier steps.
     first_step_ = step;
-    samples_.emplace_back(0.0, std::max<int64_t>(0, step - 1));
+    step_ = std::max<int64_t>(0, step - 1);
+  }
+  if (step > step_) {
+    step_seconds_.push_back((t - last_update_) / static_cast<double>(step - step_));
+    if (step_seconds_.size() > kRateWindow) step_seconds_.pop_front();
   }
   step_ = step;
+  last_update_ = t;
   if (!metrics.empty()) metrics_ = metrics;
-  samples_.emplace_back(now, step);
-  while (samples_.size() > 2 && samples_[1].first < now - 10.0) samples_.pop_front();
 
-  const double since_draw = std::chrono::duration<double>(Clock::now() - last_draw_).count();
+  const double since_draw = t - last_draw_;
   if (terminal_) {
     if (since_draw >= opt_.refresh_s || (total_ > 0 && step >= total_)) draw_terminal(false);
     return;
@@ -106,9 +118,11 @@ std::string Progress::render(bool final_line, int width) const {
   for (const auto& [name, value] : metrics_) metrics += fmt::format("  {} {:.4g}", name, value);
 
   if (final_line) {
-    const double done = static_cast<double>(step_ - std::max<int64_t>(0, first_step_ - 1));
-    return fmt::format("{} done: {} steps in {} ({}){}", label_, step_, format_duration(t),
-                       format_rate(t > 0 ? done / t : 0.0), metrics);
+    const int64_t started_after = std::max<int64_t>(0, first_step_ - 1);
+    const int64_t done = first_step_ < 0 ? 0 : step_ - started_after;
+    const std::string resumed = started_after > 0 ? fmt::format(" (steps {}-{})", first_step_, step_) : "";
+    return fmt::format("{} done: {} steps{} in {} ({}){}", label_, done, resumed, format_duration(t),
+                       format_rate(t > 0 ? static_cast<double>(done) / t : 0.0), metrics);
   }
   const double r = rate();
   std::string head;
@@ -137,13 +151,13 @@ void Progress::draw_terminal(bool final_line) {
   std::fprintf(opt_.stream, "\r\033[K%s%s", line.c_str(), final_line ? "\n" : "");
   std::fflush(opt_.stream);
   line_open_ = !final_line;
-  last_draw_ = Clock::now();
+  last_draw_ = now();
 }
 
 void Progress::write_plain(bool final_line) {
   std::fprintf(opt_.stream, "%s\n", render(final_line, 0).c_str());
   std::fflush(opt_.stream);
-  last_draw_ = Clock::now();
+  last_draw_ = now();
 }
 
 void Progress::print(const std::string& message) {

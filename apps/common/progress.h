@@ -2,6 +2,9 @@
 //   train [########............]  40%  4000/10000  812 it/s  ETA 0:07  loss 0.31  acc 0.9
 // Otherwise (a log file, a pipe, CI) plain lines, at most one per `log_every_s` seconds or per
 // `log_every_percent` of the work, whichever comes first, so logs never flood.
+// The rate and the ETA come from the median time per step over the recent updates, so a pause
+// between two steps (validation, a checkpoint, a step slowed by another process) does not make
+// the rate or the ETA jump; the final line's mean rate counts the whole time.
 //
 //   Progress p(total_steps, "train");
 //   for (...) p.update(step, {{"loss", 0.31}, {"acc", 0.9}});
@@ -16,6 +19,7 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +38,7 @@ class Progress {
     double log_every_s = 30.0;       // plain: a line at least this often while running ...
     double log_every_percent = 10.0; // ... and one per this much of the work (0: never)
     double min_log_gap_s = 1.0;      // plain: never two lines closer than this (except finish)
+    std::function<double()> clock;   // seconds from any origin (tests); empty: a steady clock
   };
 
   // `total` steps (0 or less: unknown, no percent nor ETA); `label` starts every line.
@@ -47,14 +52,15 @@ class Progress {
   void update(int64_t step, const Metrics& metrics = {});
   // Prints a message on its own line without breaking the progress line.
   void print(const std::string& message);
-  // Prints the final line (steps, time, mean rate, last metrics). Idempotent.
+  // Prints the final line (the steps run in this process, and the last step when it started
+  // from a later one, e.g. a resumed run; time, mean rate, last metrics). Idempotent.
   void finish();
 
   bool is_terminal() const { return terminal_; }
   double elapsed_s() const;
 
  private:
-  using Clock = std::chrono::steady_clock;
+  double now() const;
   std::string render(bool final_line, int width) const;
   void draw_terminal(bool final_line);
   void write_plain(bool final_line);
@@ -66,14 +72,15 @@ class Progress {
   bool terminal_ = false;
   bool finished_ = false;
   bool line_open_ = false;  // terminal: a progress line is on screen
-  Clock::time_point start_;
-  Clock::time_point last_draw_;
+  double start_ = 0;      // now() at construction
+  double last_draw_ = 0;  // now() at the last line drawn or written
+  double last_update_ = 0;
   int64_t first_step_ = -1;
   int64_t step_ = 0;
   int64_t last_percent_bucket_ = 0;
   int uncaught_at_start_ = std::uncaught_exceptions();
   Metrics metrics_;
-  std::deque<std::pair<double, int64_t>> samples_;  // (seconds, step) for the recent rate
+  std::deque<double> step_seconds_;  // seconds per step over the recent updates (for the rate)
 };
 
 // "0:07", "12:34", "1:02:03".

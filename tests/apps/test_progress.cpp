@@ -130,6 +130,59 @@ BOOST_AUTO_TEST_CASE(no_done_line_when_unwinding) {
   BOOST_TEST(text.find("done") == std::string::npos);
 }
 
+// The ETA after a pause (validation, a checkpoint, a slow step): 60 steps of 0.5 s, a 300 s pause,
+// 3 more steps of 0.5 s. The rate stays 2 it/s and the ETA is (1000 - 64) x 0.5 s = 7:48; a rate
+// over the last seconds would read about 100 s/it and an ETA of a day.
+BOOST_AUTO_TEST_CASE(rate_and_eta_ignore_a_pause) {
+  std::FILE* f = std::tmpfile();
+  BOOST_REQUIRE(f != nullptr);
+  double clock_s = 0;
+  Progress::Options o;
+  o.mode = Progress::Mode::Plain;
+  o.stream = f;
+  o.log_every_s = 0;  // a line at every update
+  o.min_log_gap_s = 0;
+  o.clock = [&clock_s] { return clock_s; };
+  {
+    Progress p(1000, "train", o);
+    int64_t step = 0;
+    for (int i = 0; i < 60; ++i) {
+      clock_s += 0.5;
+      p.update(++step);
+    }
+    clock_s += 300.0;  // validation
+    p.update(++step);
+    for (int i = 0; i < 3; ++i) {
+      clock_s += 0.5;
+      p.update(++step);
+    }
+  }
+  const std::string text = read_back(f);
+  std::fclose(f);
+  const size_t at = text.find("64/1000");
+  BOOST_REQUIRE(at != std::string::npos);
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  BOOST_TEST(line.find("2.0 it/s") != std::string::npos, line);
+  BOOST_TEST(line.find("ETA 7:48") != std::string::npos, line);
+}
+
+// A run resumed at step 5 that runs to step 6 ran 2 steps here, not 6.
+BOOST_AUTO_TEST_CASE(done_line_counts_the_steps_run_here) {
+  std::FILE* f = std::tmpfile();
+  BOOST_REQUIRE(f != nullptr);
+  Progress::Options o;
+  o.mode = Progress::Mode::Plain;
+  o.stream = f;
+  {
+    Progress p(6, "train", o);
+    p.update(5);
+    p.update(6);
+  }
+  const std::string text = read_back(f);
+  std::fclose(f);
+  BOOST_TEST(text.find("train done: 2 steps (steps 5-6)") != std::string::npos, text);
+}
+
 BOOST_AUTO_TEST_CASE(durations) {
   BOOST_TEST(posgrad::apps::format_duration(7) == "0:07");
   BOOST_TEST(posgrad::apps::format_duration(754) == "12:34");
