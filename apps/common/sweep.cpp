@@ -108,6 +108,9 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
     } catch (const YAML::Exception&) {
       fail("{}: seed '{}' is not an integer", f, seed.as<std::string>());
     }
+    // A repeated seed is the same run: counted twice it would fake a sample of two.
+    if (std::count(s.seeds.begin(), s.seeds.end(), s.seeds.back()) > 1)
+      fail("{}: seed {} is listed twice in 'seeds' (each seed is one run)", f, s.seeds.back());
   }
   std::vector<SweepArm> arms;
   if (root["arms"]) {
@@ -142,6 +145,9 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
       const std::string key = kv.first.as<std::string>();
       const std::vector<std::string> values = text_list(kv.second, f + ": grid." + key);
       if (values.empty()) fail("{}: grid.{} has no values", f, key);
+      for (size_t i = 1; i < values.size(); ++i)
+        if (std::find(values.begin(), values.begin() + i, values[i]) != values.begin() + i)
+          fail("{}: grid.{} lists '{}' twice (it would be one arm run twice)", f, key, values[i]);
       std::vector<SweepArm> expanded;
       for (const auto& arm : arms)
         for (const auto& v : values) {

@@ -10,7 +10,7 @@
 //   metric: val_acc_max                   # a number in each run's summary.json
 //   curve: {x: epoch, y: val_acc}         # metrics.jsonl keys for the learning curves (optional)
 //   seed_key: seed                        # the setting the seeds go to (default "seed")
-//   seeds: [9188, 2755]
+//   seeds: [9188, 2755]                   # each once (a repeated seed or grid value is an error)
 //   arms:                                 # each: a name, its presets and overrides, and
 //     - name: 2d_siren                    #   optionally the published numbers beside ours
 //       config: [configs/posattn/quick/2d_siren.yaml]

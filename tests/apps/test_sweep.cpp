@@ -74,6 +74,29 @@ BOOST_AUTO_TEST_CASE(bad_sweep_files_are_named) {
   BOOST_TEST(plan_sweep(spec).size() == 8u);
 }
 
+// A seed or an arm listed twice would count one run twice (n = 2, sd 0) and inflate the Welch
+// test's sample size: each is an error naming the duplicate.
+BOOST_AUTO_TEST_CASE(duplicate_seeds_and_arms_are_refused) {
+  TempDir tmp;
+  const fs::path f = tmp.path() / "dup.yaml";
+  const auto refused_with = [&](const std::string& yaml, const std::string& expected) {
+    std::ofstream(f) << yaml;
+    try {
+      load_sweep(f);
+    } catch (const posgrad::Error& e) {
+      const std::string what = e.what();
+      BOOST_TEST(what.find(expected) != std::string::npos, what);
+      BOOST_TEST(what.find('\n') == std::string::npos, what);
+      return;
+    }
+    BOOST_ERROR("accepted a sweep file with a duplicate: " << yaml);
+  };
+  refused_with("app: count24\nseeds: [1, 1]\n", "seed 1 is listed twice");
+  refused_with("app: count24\nseeds: [7, 3, 007]\n", "seed 7 is listed twice");
+  refused_with("app: count24\nseeds: [1]\narms:\n  - name: a\n  - name: a\n", "two arms are named 'a'");
+  refused_with("app: count24\nseeds: [1]\ngrid: {train.lr: [0.1, 0.01, 0.1]}\n", "grid.train.lr lists '0.1' twice");
+}
+
 BOOST_AUTO_TEST_CASE(tiny_sweep_writes_its_table_and_skips_finished_runs) {
   TempDir tmp;
   fs::create_directories(tmp.path());
