@@ -7,12 +7,10 @@
 // -D overrides go to every fresh run (after the arms' own; e.g. -Dtrain.max_steps=3 for a smoke
 // test; results.md records them). --dry-run prints the command of every run and what it would
 // do; --table-only writes the tables from the runs already there. The exit status is 1 when a
-// run failed (the others still run), else 0.
+// run failed (the others still run), else 0. Ctrl-C, SIGTERM or SIGHUP stops the run in progress
+// and the sweep (apps/common/sweep_process.h); the same command continues it.
 //
 // Deliberately does not: run runs in parallel, or pass anything but -D overrides to the app.
-#include <sys/wait.h>
-
-#include <cstdlib>
 #include <map>
 
 #include <CLI/CLI.hpp>
@@ -21,26 +19,12 @@
 
 #include "apps/common/cli.h"
 #include "apps/common/sweep.h"
+#include "apps/common/sweep_process.h"
 #include "apps/common/sweep_report.h"
 #include "tensor/error.h"
 
 using namespace posgrad;
 using namespace posgrad::apps;
-
-namespace {
-
-int run_logged(const std::vector<std::string>& argv, const std::filesystem::path& log) {
-  std::vector<const char*> raw;
-  for (const auto& a : argv) raw.push_back(a.c_str());
-  std::filesystem::create_directories(log.parent_path());
-  const std::string cmd = quoted_command(static_cast<int>(raw.size()), raw.data()) + " >> " +
-                          quoted_command(1, std::vector<const char*>{log.c_str()}.data()) + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app("posgrad-sweep: trains every arm x seed of a sweep file, one run at a time, and writes its results table");
@@ -64,6 +48,7 @@ int main(int argc, char** argv) {
       spec.out = out;
     }
     const auto runs = plan_sweep(spec);
+    catch_stop_signals();
     std::map<std::string, std::string> failures;
     if (!table_only) {
       const std::filesystem::path exe = find_app(spec, std::filesystem::canonical("/proc/self/exe"));
@@ -83,11 +68,18 @@ int main(int argc, char** argv) {
                    quoted_command(static_cast<int>(raw.size()), raw.data()));
         std::fflush(stdout);
         if (dry_run) continue;
-        int rc = run_logged(command, run.log());
-        if (rc != 0 && resume) {  // a checkpoint that does not load: start the run again
+        int rc = run_child_logged(command, run.log());
+        if (rc != 0 && resume && !stop_signal()) {  // a checkpoint that does not load: start the run again
           fmt::print("{}: resume failed (exit {}), starting it again\n", label, rc);
           command = run_command(spec, run, exe, overrides, false);
-          rc = run_logged(command, run.log());
+          rc = run_child_logged(command, run.log());
+        }
+        if (stop_signal()) {
+          fmt::print(stderr,
+                     "posgrad-sweep: stopped by {} at {}; the finished runs are kept, and the same command "
+                     "continues the sweep (an interrupted run resumes from its last checkpoint)\n",
+                     signal_name(stop_signal()), label);
+          die_of_stop_signal();
         }
         if (rc != 0) {
           failures[run.dir.string()] = fmt::format("exit {}, see {}", rc, run.log().string());
@@ -102,6 +94,7 @@ int main(int argc, char** argv) {
         overrides.empty() ? "" : fmt::format("Every run also had -D{} (given to posgrad-sweep).", fmt::join(overrides, " -D"));
     write_sweep_report(spec, results, note);
     fmt::print("results: {}\n", (spec.out / "results.md").string());
+    if (stop_signal()) die_of_stop_signal();
     return failures.empty() ? 0 : 1;
   } catch (const Error& e) {
     fmt::print(stderr, "posgrad-sweep: error: {}\n", e.what());

@@ -2,21 +2,35 @@
 // values (Student's t quantiles and the posattn thesis's Table 5 p-value from its summary
 // statistics); sweep files with a clear error for a bad one; and a tiny real sweep (count24, 2 arms
 // x 2 seeds, a few steps) that writes its tables and figure, skips every run when re-run, and
-// continues a run that lost its summary (an interrupted run) with --resume.
+// continues a run that lost its summary (an interrupted run) with --resume; duplicate seeds or
+// grid values refused; SIGTERM and Ctrl-C (SIGINT to the process group) stopping a sweep and
+// its run in progress, and the same command finishing the grid afterwards.
 #include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
+#include <thread>
 
 #include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "apps/common/sweep.h"
 #include "apps/common/sweep_stats.h"
 #include "tests/test_support.h"
 
+extern char** environ;
+
 namespace fs = std::filesystem;
 using namespace posgrad::apps;
+using namespace std::chrono_literals;
 using posgrad::test::read_text;
 using posgrad::test::TempDir;
 
@@ -26,6 +40,79 @@ int run_sweep(const std::string& args, const fs::path& log) {
                           " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+bool wait_until(const std::function<bool()>& done, std::chrono::seconds limit) {
+  for (const auto end = std::chrono::steady_clock::now() + limit; std::chrono::steady_clock::now() < end;) {
+    if (done()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return done();
+}
+
+// posgrad-sweep started as a shell starts a job: in a process group of its own (with the runs it
+// starts), SIGINT, SIGTERM and SIGHUP at their defaults, one OpenMP thread, output to `log`.
+// Whatever of the group is still there at scope exit is killed.
+class SweepJob {
+ public:
+  SweepJob(const std::vector<std::string>& args, const fs::path& log) {
+    std::vector<std::string> argv_text{(fs::path(POSGRAD_BIN_DIR) / "posgrad-sweep").string()};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    std::vector<std::string> env_text{"OMP_NUM_THREADS=1"};
+    for (char** e = environ; *e; ++e)
+      if (std::string(*e).rfind("OMP_NUM_THREADS=", 0) != 0) env_text.emplace_back(*e);
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env_text) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t files;
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&files);
+    sigset_t defaults, none;
+    sigemptyset(&defaults);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, sig);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
+    const int rc = posix_spawn(&pid_, argv[0], &files, &attr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&files);
+    posix_spawnattr_destroy(&attr);
+    BOOST_REQUIRE_MESSAGE(rc == 0, "posix_spawn: " << std::strerror(rc));
+  }
+  ~SweepJob() {
+    ::kill(-pid_, SIGKILL);
+    if (!reaped_) ::waitpid(pid_, nullptr, 0);
+  }
+  SweepJob(const SweepJob&) = delete;
+  SweepJob& operator=(const SweepJob&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The wait status once the sweep has ended, or nullopt when it runs on past `limit`.
+  std::optional<int> wait(std::chrono::seconds limit) {
+    int status = 0;
+    const bool ended = wait_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, limit);
+    reaped_ = ended;
+    return ended ? std::optional<int>(status) : std::nullopt;
+  }
+  // Whether no process of the sweep's group (its runs included) is left, now: a sweep that has
+  // ended has waited for its run.
+  bool group_is_gone() const { return ::kill(-pid_, 0) != 0 && errno == ESRCH; }
+
+ private:
+  pid_t pid_ = 0;
+  bool reaped_ = false;
+};
+
+std::string describe(const std::optional<int>& status) {
+  if (!status) return "still running";
+  if (WIFSIGNALED(*status)) return "ended by signal " + std::to_string(WTERMSIG(*status));
+  return "exit " + std::to_string(WEXITSTATUS(*status));
 }
 }  // namespace
 
@@ -143,6 +230,61 @@ BOOST_AUTO_TEST_CASE(tiny_sweep_writes_its_table_and_skips_finished_runs) {
   BOOST_TEST(log3.find("slow seed 2: resuming") != std::string::npos, log3);
   BOOST_TEST(fs::exists(out / "slow" / "seed-2" / "summary.json"));
   BOOST_TEST(read_text(out / "slow" / "seed-2" / "command.txt").find("--resume") != std::string::npos);
+}
+
+// SIGTERM (to the sweep alone) and Ctrl-C (SIGINT to the sweep's process group, as a terminal
+// sends it) each stop the run in progress and the sweep, leaving no process behind; the same
+// command then keeps the finished runs, resumes the interrupted one and runs the rest.
+BOOST_AUTO_TEST_CASE(interrupted_sweep_stops_its_run_and_a_rerun_finishes_the_grid) {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "interrupt.yaml", out = tmp.path() / "out";
+  // 1000 steps with a checkpoint every 20: a run is interrupted well before its end.
+  std::ofstream(file) << "app: count24\n"
+                         "set: {train.steps: 1000, train.log_every: 20, train.eval_every: 500, train.checkpoint_every: 20, "
+                         "data.train_size: 2000, data.test_size: 500}\n"
+                         "metric: test_accuracy\n"
+                         "seeds: [1, 2, 3]\n";
+  const std::vector<std::string> args{file.string(), "--out", out.string()};
+  const fs::path seed1 = out / "base" / "seed-1", seed2 = out / "base" / "seed-2", seed3 = out / "base" / "seed-3";
+  const auto has_checkpoint = [](const fs::path& run) { return fs::exists(run / "checkpoints" / "latest"); };
+
+  {  // SIGTERM to the sweep alone while seed 2 trains: its run must not be left behind.
+    const fs::path log = tmp.path() / "sigterm.txt";
+    SweepJob sweep(args, log);
+    BOOST_REQUIRE_MESSAGE(wait_until([&] { return fs::exists(seed1 / "summary.json") && has_checkpoint(seed2); }, 300s),
+                          read_text(log));
+    BOOST_REQUIRE(::kill(sweep.pid(), SIGTERM) == 0);
+    const auto status = sweep.wait(60s);
+    BOOST_TEST((status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGTERM), describe(status) << "\n" << read_text(log));
+    BOOST_TEST(sweep.group_is_gone(), "the run in progress outlived the sweep");
+    BOOST_TEST(read_text(log).find("stopped by SIGTERM at [2/3] base seed 2") != std::string::npos, read_text(log));
+    BOOST_TEST(!fs::exists(seed2 / "summary.json"));
+    BOOST_TEST(!fs::exists(seed3), "the sweep went on to seed 3");
+  }
+  const auto seed1_stamp = fs::last_write_time(seed1 / "summary.json");
+  {  // Ctrl-C while seed 3 trains.
+    const fs::path log = tmp.path() / "ctrl_c.txt";
+    SweepJob sweep(args, log);
+    BOOST_REQUIRE_MESSAGE(wait_until([&] { return fs::exists(seed2 / "summary.json") && has_checkpoint(seed3); }, 300s),
+                          read_text(log));
+    BOOST_REQUIRE(::kill(-sweep.pid(), SIGINT) == 0);
+    const auto status = sweep.wait(60s);
+    BOOST_TEST((status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGINT), describe(status) << "\n" << read_text(log));
+    BOOST_TEST(sweep.group_is_gone(), "a process of the sweep outlived it");
+    BOOST_TEST(read_text(log).find("base seed 2: resuming") != std::string::npos, read_text(log));
+    BOOST_TEST(read_text(log).find("stopped by SIGINT at [3/3] base seed 3") != std::string::npos, read_text(log));
+    BOOST_TEST(!fs::exists(seed3 / "summary.json"));
+  }
+  // The same command finishes the grid: seed 3 resumes, the finished runs are not retrained.
+  BOOST_REQUIRE_MESSAGE(run_sweep(file.string() + " --out " + out.string(), tmp.path() / "rerun.txt") == 0,
+                        read_text(tmp.path() / "rerun.txt"));
+  const std::string rerun = read_text(tmp.path() / "rerun.txt");
+  BOOST_TEST(rerun.find("base seed 1: finished, skipped") != std::string::npos, rerun);
+  BOOST_TEST(rerun.find("base seed 2: finished, skipped") != std::string::npos, rerun);
+  BOOST_TEST(rerun.find("base seed 3: resuming") != std::string::npos, rerun);
+  for (const fs::path& run : {seed1, seed2, seed3}) BOOST_TEST(fs::exists(run / "summary.json"), run);
+  BOOST_TEST((fs::last_write_time(seed1 / "summary.json") == seed1_stamp));
+  BOOST_TEST(read_text(out / "results.md").find("| base | 3 |") != std::string::npos, read_text(out / "results.md"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
