@@ -120,6 +120,9 @@ int AppCommandLine::run(int argc, const char* const* argv) {
   try {
     for (auto& [job, body] : jobs_)
       if (job->parsed()) {
+        if (!out_.empty() || overwrite_ || !resume_.empty())  // options of training, not silently ignored
+          fail("--out, --overwrite and --resume are options of training; the {} job writes no run folder of its own",
+               job->get_name());
         body();
         return 0;
       }

@@ -13,7 +13,8 @@
 //
 // run() parses, resolves the settings and runs the chosen job. A usage error prints one
 // "app: error: ..." line and returns 2; a posgrad::Error thrown by the job prints one
-// "app: error: ..." line and returns 1; --help returns 0.
+// "app: error: ..." line and returns 1; --help returns 0. The jobs other than train refuse
+// --out, --overwrite and --resume (they write no run folder).
 //
 // Deliberately does not: create the run folder (run_dir.h), read environment variables, or
 // accept abbreviated options.

@@ -191,6 +191,14 @@ std::vector<SweepRun> plan_sweep(const SweepSpec& spec) {
   return runs;
 }
 
+void create_sweep_folders(const SweepSpec& spec) {
+  for (const std::filesystem::path& folder : {spec.out, spec.runs}) {
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (ec) fail("sweep '{}': cannot create the folder '{}': {}", spec.file.string(), folder.string(), ec.message());
+  }
+}
+
 std::vector<std::string> run_command(const SweepSpec& spec, const SweepRun& run, const std::filesystem::path& app,
                                      const std::vector<std::string>& extra, bool resume) {
   std::vector<std::string> argv{app.string(), "train"};

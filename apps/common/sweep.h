@@ -83,6 +83,9 @@ struct SweepRun {
   bool started() const { return std::filesystem::exists(dir / "config.yaml"); }
 };
 std::vector<SweepRun> plan_sweep(const SweepSpec& spec);
+// Creates spec.out and spec.runs; an error naming the folder when one cannot be (a path under a
+// regular file, a read-only file system), before any run starts.
+void create_sweep_folders(const SweepSpec& spec);
 
 // The app's command line for a run: a fresh start, or --resume for an interrupted one.
 // `extra` are -D overrides added to every fresh run (after the arm's).

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
       spec.out = out;
     }
     const auto runs = plan_sweep(spec);
+    if (!dry_run) create_sweep_folders(spec);
     catch_stop_signals();
     std::map<std::string, std::string> failures;
     if (!table_only) {
@@ -97,6 +98,9 @@ int main(int argc, char** argv) {
     if (stop_signal()) die_of_stop_signal();
     return failures.empty() ? 0 : 1;
   } catch (const Error& e) {
+    fmt::print(stderr, "posgrad-sweep: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {  // e.g. a std::filesystem error in writing the tables
     fmt::print(stderr, "posgrad-sweep: error: {}\n", e.what());
     return 1;
   }
