@@ -49,9 +49,9 @@ int main(int argc, char** argv) {
     }
     const auto runs = plan_sweep(spec);
     if (!dry_run) create_sweep_folders(spec);
-    catch_stop_signals();
     std::map<std::string, std::string> failures;
     if (!table_only) {
+      if (!dry_run) catch_stop_signals();
       const std::filesystem::path exe = find_app(spec, std::filesystem::canonical("/proc/self/exe"));
       size_t index = 0;
       for (const SweepRun& run : runs) {
