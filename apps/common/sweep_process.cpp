@@ -54,7 +54,7 @@ class StopSignalsBlocked {
 // default action (a run is ended by them, not handled as the sweep handles them).
 class SpawnSettings {
  public:
-  SpawnSettings(int log_fd) {
+  explicit SpawnSettings(int log_fd) {
     ::posix_spawnattr_init(&attr_);
     sigset_t none;
     sigemptyset(&none);
