@@ -7,7 +7,8 @@
 // -D overrides go to every fresh run (after the arms' own; e.g. -Dtrain.max_steps=3 for a smoke
 // test; results.md records them). --dry-run prints the command of every run and what it would
 // do; --table-only writes the tables from the runs already there. The exit status is 1 when a
-// run failed (the others still run), else 0.
+// run failed (the others still run), else 0. A sweep (but not --dry-run) holds the lock of its
+// sweep folder (apps/common/folder_lock.h): a second sweep into the same folder refuses.
 //
 // Deliberately does not: run runs in parallel, or pass anything but -D overrides to the app.
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 #include <fmt/ranges.h>
 
 #include "apps/common/cli.h"
+#include "apps/common/folder_lock.h"
 #include "apps/common/sweep.h"
 #include "apps/common/sweep_report.h"
 #include "tensor/error.h"
@@ -64,6 +66,14 @@ int main(int argc, char** argv) {
       spec.out = out;
     }
     const auto runs = plan_sweep(spec);
+    // One sweep writes a sweep folder at a time (each run's folder is locked by its own app).
+    FolderLock lock;
+    if (!dry_run) {
+      std::error_code ec;
+      std::filesystem::create_directories(spec.out, ec);
+      if (ec) fail("cannot create the sweep folder '{}': {}", spec.out.string(), ec.message());
+      lock = FolderLock(spec.out, "sweep folder");
+    }
     std::map<std::string, std::string> failures;
     if (!table_only) {
       const std::filesystem::path exe = find_app(spec, std::filesystem::canonical("/proc/self/exe"));

@@ -2,8 +2,10 @@
 // a small text and checks what it wrote (summary, metrics with spans and the attention share,
 // figures, vocab.json), the eval and sample jobs, that sampling is deterministic per seed, that
 // --resume from a checkpoint repeats the uninterrupted run exactly, and that bad input (an empty
-// or one-character file, a segment longer than the data, an unknown character) is a clear error.
+// or one-character file, a segment longer than the data, an unknown character) is a clear error;
+// and that training into a folder another process holds is refused, naming it.
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 
 #include <sys/wait.h>
 
+#include "apps/common/run_dir.h"
 #include "tests/apps/app_process.h"
 #include "tests/test_support.h"
 
@@ -145,6 +148,22 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {
   fails_with("sample --checkpoint " + out.string() + " --prompt '' --tokens 5", "prompt is empty");
   write_file(tmp.path() / "other.txt", "ZZZ");
   fails_with("eval " + out.string() + " --file " + (tmp.path() / "other.txt").string(), "character 'Z'");
+}
+
+// Issue 23 item 1 for charlm (the issue's own case): a run into a folder another process writes
+// (here: this test, holding the folder's lock) is refused before it changes anything.
+BOOST_AUTO_TEST_CASE(training_into_a_locked_folder_is_refused) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", out = tmp.path() / "run";
+  write_file(data, sample_text());
+  posgrad::apps::RunDir holder(out);
+  holder.log_metrics({{"step", 1}});
+  BOOST_TEST(run("train " + tiny(data) + " -Dtrain.steps=2 --out " + out.string() + " --overwrite", tmp.path() / "log.txt") == 1);
+  const std::string log = read_text(tmp.path() / "log.txt");
+  BOOST_TEST(log.find(fmt::format("run folder '{}' is in use by pid {}", out.string(), ::getpid())) != std::string::npos, log);
+  BOOST_TEST(!fs::exists(out / "config.yaml"));
+  const std::string metrics = read_text(out / "metrics.jsonl");
+  BOOST_TEST(std::count(metrics.begin(), metrics.end(), '\n') == 1, metrics);  // the holder's record only
 }
 
 BOOST_AUTO_TEST_SUITE_END()

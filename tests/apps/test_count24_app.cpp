@@ -2,8 +2,11 @@
 // temporary run folder and checks what it wrote (summary accuracy, attention on 2s and 4s,
 // metrics, checkpoints, figure); that a run killed with SIGKILL and resumed with --resume logs
 // exactly the losses of an uninterrupted run; that the run's config.yaml repeats it; that bad
-// input gives a clear error and a non-zero exit; --help and the eval job.
+// input gives a clear error and a non-zero exit; --help and the eval job; that a second writer of a
+// running run's folder (--overwrite, --resume) is refused naming the first, and a run killed with
+// SIGKILL leaves no lock behind.
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +38,30 @@ std::vector<nlohmann::json> metrics_without_time(const fs::path& run_dir) {
 }
 
 int64_t latest_step(const fs::path& run_dir) { return posgrad::test::latest_checkpoint_step(run_dir); }
+
+// A child app process killed with SIGKILL and reaped when the test leaves its scope (a failed
+// BOOST_REQUIRE included), unless the test reaped it first (wait_for_end).
+struct Child {
+  pid_t pid;
+  ~Child() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  bool ended(int& status) {  // without waiting
+    if (waitpid(pid, &status, WNOHANG) != pid) return false;
+    pid = -1;
+    return true;
+  }
+  int kill_and_reap() {
+    int status = 0;
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    pid = -1;
+    return status;
+  }
+};
 
 const std::string kShort = "-Dtrain.steps=300 -Dtrain.eval_every=100 -Dtrain.log_every=50 "
                            "-Ddata.train_size=20000 -Dtrain.checkpoint_every=100";
@@ -151,6 +178,54 @@ BOOST_AUTO_TEST_CASE(killed_run_resumes_with_identical_losses) {
   BOOST_REQUIRE_EQUAL(run("eval " + reference.string(), tmp.path() / "eval.txt"), 0);
   const std::string eval = read_text(tmp.path() / "eval.txt");
   BOOST_TEST(eval.find(fmt::format("test_accuracy {:.4f}", a["best_test_accuracy"].get<double>())) != std::string::npos, eval);
+}
+
+// Issue 23 item 1: a second run with --overwrite on a running run's folder (or a second --resume)
+// ran too: config.yaml from one run, checkpoints from the other, metrics.jsonl from both.
+BOOST_AUTO_TEST_CASE(a_second_writer_is_refused_while_the_first_runs_and_kill_9_leaves_no_lock) {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "run";
+  const std::string settings = "-Dtrain.steps=1000000 -Dtrain.log_every=100 -Dtrain.eval_every=1000000 "
+                               "-Dtrain.checkpoint_every=20 -Ddata.train_size=2000 -Ddata.test_size=200";
+  Child first{posgrad::test::start_app(kApp, "--out " + out.string() + " " + settings, tmp.path() / "first.txt")};
+  BOOST_REQUIRE(first.pid > 0);
+  const pid_t first_pid = first.pid;
+  int status = 0;
+  while (latest_step(out) < 20) {
+    BOOST_REQUIRE_MESSAGE(!first.ended(status), "the first run ended:\n" << read_text(tmp.path() / "first.txt"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const std::string config = read_text(out / "config.yaml");
+
+  const std::string holder = fmt::format("run folder '{}' is in use by pid {} on host ", out.string(), first_pid);
+  BOOST_TEST(run("--out " + out.string() + " --overwrite -Dtrain.steps=30 -Dtrain.lr=0.02", tmp.path() / "second.txt") == 1);
+  const std::string second = read_text(tmp.path() / "second.txt");
+  BOOST_TEST(second.find(holder) != std::string::npos, second);
+  BOOST_TEST(second.find("count24 --out " + out.string()) != std::string::npos, second);  // the holder's command
+  BOOST_TEST(std::count(second.begin(), second.end(), '\n') == 1, second);
+  BOOST_TEST(run("--resume " + out.string(), tmp.path() / "third.txt") == 1);
+  BOOST_TEST(read_text(tmp.path() / "third.txt").find(holder) != std::string::npos, read_text(tmp.path() / "third.txt"));
+
+  // The refused writers changed nothing, and the first run goes on.
+  BOOST_TEST(read_text(out / "config.yaml") == config);
+  BOOST_TEST(latest_step(out) >= 20);
+  BOOST_REQUIRE_MESSAGE(!first.ended(status), "the first run ended:\n" << read_text(tmp.path() / "first.txt"));
+
+  // kill -9 leaves no stale lock: the run resumes at once (it records its command once it holds
+  // the folder), and the lock is the resumed run's now.
+  BOOST_TEST(WIFSIGNALED(first.kill_and_reap()));
+  BOOST_TEST(fs::exists(out / ".lock"));
+  Child resumed{posgrad::test::start_app(kApp, "--resume " + out.string(), tmp.path() / "resumed.txt")};
+  BOOST_REQUIRE(resumed.pid > 0);
+  const pid_t resumed_pid = resumed.pid;
+  while (read_text(out / "command.txt").find("--resume") == std::string::npos) {
+    BOOST_REQUIRE_MESSAGE(!resumed.ended(status), "the resumed run ended:\n" << read_text(tmp.path() / "resumed.txt"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  BOOST_TEST(run("--resume " + out.string(), tmp.path() / "fourth.txt") == 1);
+  const std::string fourth = read_text(tmp.path() / "fourth.txt");
+  BOOST_TEST(fourth.find(fmt::format("is in use by pid {} on host ", resumed_pid)) != std::string::npos, fourth);
+  BOOST_TEST(fourth.find("count24 --resume " + out.string()) != std::string::npos, fourth);
 }
 
 BOOST_AUTO_TEST_CASE(divergence_is_reported_not_hidden) {

@@ -106,18 +106,20 @@ BOOST_AUTO_TEST_CASE(restore_continues_bit_for_bit) {
   std::vector<double> expected;
   for (int i = 0; i < 10; ++i) expected.push_back(reference.step());
 
-  Trainer first;
-  RunDir run(tmp.path() / "run");
-  RunCheckpoints ckpt(run, first.model, first.opt, first.gen, {.metric = "loss", .higher_is_better = false});
-  TrainingPosition at;
-  for (int i = 0; i < 6; ++i) {
-    BOOST_TEST(first.step() == expected[i]);
-    ++at.step;
-    ++at.batch_in_epoch;
-    if (at.step % 2 == 0) ckpt.save(at);
-  }
-  at.extra = nlohmann::json::object({{"window", 1.5}});
-  ckpt.save(at);  // again at step 6: the same folder
+  {
+    Trainer first;
+    RunDir run(tmp.path() / "run");
+    RunCheckpoints ckpt(run, first.model, first.opt, first.gen, {.metric = "loss", .higher_is_better = false});
+    TrainingPosition at;
+    for (int i = 0; i < 6; ++i) {
+      BOOST_TEST(first.step() == expected[i]);
+      ++at.step;
+      ++at.batch_in_epoch;
+      if (at.step % 2 == 0) ckpt.save(at);
+    }
+    at.extra = nlohmann::json::object({{"window", 1.5}});
+    ckpt.save(at);  // again at step 6: the same folder
+  }  // the first process ends (and releases the run folder's lock)
 
   Trainer second;  // a fresh process: other weights, a fresh generator
   RunDir reopened(tmp.path() / "run", ExistingRun::Append);

@@ -2,15 +2,20 @@
 // values (Student's t quantiles and the posattn thesis's Table 5 p-value from its summary
 // statistics); sweep files with a clear error for a bad one; and a tiny real sweep (count24, 2 arms
 // x 2 seeds, a few steps) that writes its tables and figure, skips every run when re-run, and
-// continues a run that lost its summary (an interrupted run) with --resume.
+// continues a run that lost its summary (an interrupted run) with --resume; and that a sweep folder
+// or a run folder another process holds is refused, naming it, with nothing written into it.
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "apps/common/folder_lock.h"
+#include "apps/common/run_dir.h"
 #include "apps/common/sweep.h"
 #include "apps/common/sweep_stats.h"
 #include "tests/test_support.h"
@@ -120,6 +125,42 @@ BOOST_AUTO_TEST_CASE(tiny_sweep_writes_its_table_and_skips_finished_runs) {
   BOOST_TEST(log3.find("slow seed 2: resuming") != std::string::npos, log3);
   BOOST_TEST(fs::exists(out / "slow" / "seed-2" / "summary.json"));
   BOOST_TEST(read_text(out / "slow" / "seed-2" / "command.txt").find("--resume") != std::string::npos);
+}
+
+// Issue 23 item 1 for the sweep: a sweep re-run while another sweep (or an orphan run of an earlier
+// one) still wrote the same folder ran into it, both writing one log.
+BOOST_AUTO_TEST_CASE(a_sweep_or_run_folder_in_use_is_refused_naming_the_holder) {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "tiny.yaml", out = tmp.path() / "out", log = tmp.path() / "log.txt";
+  std::ofstream(file) << "app: count24\n"
+                         "set: {train.steps: 20, train.log_every: 10, train.eval_every: 20, train.checkpoint_every: 20, "
+                         "data.train_size: 500, data.test_size: 100}\n"
+                         "metric: test_accuracy\n"
+                         "seeds: [1]\n"
+                         "arms:\n"
+                         "  - {name: a}\n";
+  const std::string args = file.string() + " --out " + out.string();
+  const std::string holder = fmt::format("is in use by pid {} on host ", ::getpid());
+  fs::create_directories(out);
+  {
+    FolderLock other_sweep(out, "sweep folder");
+    BOOST_TEST(run_sweep(args, log) == 1);
+    const std::string text = read_text(log);
+    BOOST_TEST(text.find("posgrad-sweep: error: sweep folder '" + out.string() + "' " + holder) != std::string::npos, text);
+    BOOST_TEST(!fs::exists(out / "a"));  // nothing ran
+    BOOST_TEST(run_sweep(args + " --dry-run", log) == 0);  // only reads
+  }
+  const fs::path seed = out / "a" / "seed-1";
+  {
+    RunDir orphan(seed);  // an earlier sweep's run, still writing
+    BOOST_TEST(run_sweep(args, log) == 1);
+    const std::string text = read_text(out / "a" / "seed-1.log");
+    BOOST_TEST(text.find("count24: error: run folder '" + seed.string() + "' " + holder) != std::string::npos, text);
+    BOOST_TEST(!fs::exists(seed / "config.yaml"));
+    BOOST_TEST(!fs::exists(seed / "summary.json"));
+  }
+  BOOST_TEST(run_sweep(args, log) == 0, read_text(log));  // once free, the run goes ahead
+  BOOST_TEST(fs::exists(seed / "summary.json"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
