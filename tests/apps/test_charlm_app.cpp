@@ -3,7 +3,8 @@
 // figures, vocab.json), the eval and sample jobs, that sampling is deterministic per seed, that
 // --resume from a checkpoint repeats the uninterrupted run exactly, and that bad input (an empty
 // or one-character file, a segment longer than the data, an unknown character) is a clear error;
-// and that training into a folder another process holds is refused, naming it.
+// that eval and sample refuse a checkpoint pointer that leads out of the run; and that training
+// into a folder another process holds is refused, naming it.
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <cstdlib>
@@ -148,6 +149,27 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {
   fails_with("sample --checkpoint " + out.string() + " --prompt '' --tokens 5", "prompt is empty");
   write_file(tmp.path() / "other.txt", "ZZZ");
   fails_with("eval " + out.string() + " --file " + (tmp.path() / "other.txt").string(), "character 'Z'");
+}
+
+// Issue 23 item 6: eval and sample followed a `best` (or `latest`) pointer into another run and
+// silently used its checkpoint.
+BOOST_AUTO_TEST_CASE(eval_and_sample_refuse_a_pointer_out_of_the_run) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", a = tmp.path() / "a", b = tmp.path() / "b";
+  write_file(data, sample_text());
+  BOOST_REQUIRE_EQUAL(run("train " + tiny(data) + " -Dtrain.steps=4 --out " + a.string(), tmp.path() / "a.txt"), 0);
+  BOOST_REQUIRE_EQUAL(run("train " + tiny(data) + " -Dtrain.steps=8 -Dseed=5 --out " + b.string(), tmp.path() / "b.txt"), 0);
+  write_file(a / "checkpoints" / "best", "../../b/checkpoints/step-000000008\n");
+  write_file(a / "checkpoints" / "latest", "../../b/checkpoints/step-000000008\n");
+  for (const std::string& job : {"eval " + a.string(), "eval " + a.string() + " --checkpoint latest",
+                                 "sample --checkpoint " + a.string() + " --prompt 'to be' --tokens 5",
+                                 "sample --checkpoint " + a.string() + " --which latest --prompt 'to be' --tokens 5"}) {
+    BOOST_TEST(run(job, tmp.path() / "log.txt") == 1, job);
+    const std::string log = read_text(tmp.path() / "log.txt");
+    BOOST_TEST(log.find("holds \"../../b/checkpoints/step-000000008\", not the name of a step folder of this run") !=
+                   std::string::npos,
+               job << ": " << log);
+  }
 }
 
 // Issue 23 item 1 for charlm (the issue's own case): a run into a folder another process writes

@@ -4,7 +4,7 @@
 // exactly the losses of an uninterrupted run; that the run's config.yaml repeats it; that bad
 // input gives a clear error and a non-zero exit; --help and the eval job; that a second writer of a
 // running run's folder (--overwrite, --resume) is refused naming the first, and a run killed with
-// SIGKILL leaves no lock behind.
+// SIGKILL leaves no lock behind; and that eval refuses a `latest` that leads out of the run.
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <cstdlib>
@@ -226,6 +226,29 @@ BOOST_AUTO_TEST_CASE(a_second_writer_is_refused_while_the_first_runs_and_kill_9_
   const std::string fourth = read_text(tmp.path() / "fourth.txt");
   BOOST_TEST(fourth.find(fmt::format("is in use by pid {} on host ", resumed_pid)) != std::string::npos, fourth);
   BOOST_TEST(fourth.find("count24 --resume " + out.string()) != std::string::npos, fourth);
+}
+
+// Issue 23 items 6 and 10: eval followed a `latest` that leads to another run's checkpoint, and a
+// NUL byte in it cut the error line.
+BOOST_AUTO_TEST_CASE(eval_refuses_a_latest_that_leads_out_of_the_run) {
+  TempDir tmp;
+  const std::string tiny = "-Dtrain.steps=20 -Dtrain.log_every=10 -Dtrain.eval_every=20 -Dtrain.checkpoint_every=20 "
+                           "-Ddata.train_size=500 -Ddata.test_size=100";
+  const fs::path a = tmp.path() / "a", b = tmp.path() / "b";
+  BOOST_REQUIRE_EQUAL(run("--out " + a.string() + " " + tiny, tmp.path() / "a.txt"), 0);
+  BOOST_REQUIRE_EQUAL(run("--out " + b.string() + " -Dseed=7 " + tiny, tmp.path() / "b.txt"), 0);
+  BOOST_REQUIRE_EQUAL(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt"), 0);
+  for (const std::string& pointer : std::vector<std::string>{"../../b/checkpoints/step-000000020", (b / "checkpoints" / "step-000000020").string()}) {
+    std::ofstream(a / "checkpoints" / "latest") << pointer << "\n";
+    BOOST_TEST(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt") == 1);
+    const std::string log = read_text(tmp.path() / "eval.txt");
+    BOOST_TEST(log.find("checkpoint pointer '" + (a / "checkpoints" / "latest").string() + "' is corrupt") != std::string::npos, log);
+    BOOST_TEST(log.find(pointer) != std::string::npos, log);
+  }
+  std::ofstream(a / "checkpoints" / "latest", std::ios::binary) << std::string("step-000000020\0../b\n", 20);
+  BOOST_TEST(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt") == 1);
+  const std::string log = read_text(tmp.path() / "eval.txt");
+  BOOST_TEST(log.find("holds \"step-000000020\\x00../b\", not the name of a step folder of this run") != std::string::npos, log);
 }
 
 BOOST_AUTO_TEST_CASE(divergence_is_reported_not_hidden) {
