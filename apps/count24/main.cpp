@@ -326,7 +326,7 @@ int main(int argc, char** argv) {
   std::string run_dir, which = "best";
   CLI::App& eval_job = cli.add_job("eval", "score a run's checkpoint on fresh test sequences",
                                    [&] { eval(c, settings, run_dir, which); });
-  eval_job.add_option("run", run_dir, "the run folder")->required();
+  refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
   eval_job.add_option("--checkpoint", which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
   return cli.run(argc, argv);
 }

@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
   std::string file, out;
   std::vector<std::string> overrides;
   bool dry_run = false, table_only = false;
-  app.add_option("sweep", file, "the sweep file (YAML; see apps/common/sweep.h)")->required();
-  app.add_option("--out", out, "the sweep folder (default: the file's 'out', else runs/sweeps/<file stem>)");
+  refuse_empty(app.add_option("sweep", file, "the sweep file (YAML; see apps/common/sweep.h)"))->required();
+  refuse_empty(app.add_option("--out", out, "the sweep folder (default: the file's 'out', else runs/sweeps/<file stem>)"));
   app.add_option("-D", overrides, "key=value override for every fresh run (repeatable)");
   app.add_flag("--dry-run", dry_run, "print what each run would do, run nothing");
   app.add_flag("--table-only", table_only, "write the tables from the runs already there, run nothing");

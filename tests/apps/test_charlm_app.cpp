@@ -188,4 +188,17 @@ BOOST_AUTO_TEST_CASE(training_into_a_locked_folder_is_refused) {
   BOOST_TEST(std::count(metrics.begin(), metrics.end(), '\n') == 1, metrics);  // the holder's record only
 }
 
+// Issue 23 item 8: an empty path (an unset shell variable) is a usage error for every path option
+// of the jobs, not "the current folder" or "no file".
+BOOST_AUTO_TEST_CASE(empty_paths_are_usage_errors) {
+  TempDir tmp;
+  const std::string run_dir = (tmp.path() / "run").string();
+  for (const std::string& args : {std::string("eval ''"), "eval " + run_dir + " --file ''", std::string("sample --checkpoint ''"),
+                                  "sample --checkpoint " + run_dir + " --figure ''"}) {
+    BOOST_TEST(run(args, tmp.path() / "log.txt") == 2, args);
+    const std::string log = read_text(tmp.path() / "log.txt");
+    BOOST_TEST(log.find("an empty path is not a folder or a file") != std::string::npos, args << ": " << log);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

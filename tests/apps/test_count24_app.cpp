@@ -4,7 +4,8 @@
 // exactly the losses of an uninterrupted run; that the run's config.yaml repeats it; that bad
 // input gives a clear error and a non-zero exit; --help and the eval job; that a second writer of a
 // running run's folder (--overwrite, --resume) is refused naming the first, and a run killed with
-// SIGKILL leaves no lock behind; and that eval refuses a `latest` that leads out of the run.
+// SIGKILL leaves no lock behind; that eval refuses a `latest` that leads out of the run; and that
+// empty paths are usage errors.
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <cstdlib>
@@ -249,6 +250,20 @@ BOOST_AUTO_TEST_CASE(eval_refuses_a_latest_that_leads_out_of_the_run) {
   BOOST_TEST(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt") == 1);
   const std::string log = read_text(tmp.path() / "eval.txt");
   BOOST_TEST(log.find("holds \"step-000000020\\x00../b\", not the name of a step folder of this run") != std::string::npos, log);
+}
+
+// Issue 23 item 8: `--resume ""` (an unset shell variable) started a fresh run in a new default
+// folder, `--out ""` used the default folder; eval "" read the current folder.
+BOOST_AUTO_TEST_CASE(empty_paths_are_usage_errors) {
+  TempDir tmp;
+  // Run in a scratch folder: where a default run folder (runs/count24/...) would appear.
+  const std::string in_scratch = "cd " + tmp.path().string() + " && ";
+  for (const std::string& args : {"--out '' -Dtrain.steps=2", "--resume ''", "eval ''", "--config '' -Dtrain.steps=2"}) {
+    BOOST_TEST(posgrad::test::run_app(kApp, args, tmp.path() / "log.txt", in_scratch) == 2, args);
+    const std::string log = read_text(tmp.path() / "log.txt");
+    BOOST_TEST(log.find("an empty path is not a folder or a file") != std::string::npos, args << ": " << log);
+  }
+  BOOST_TEST(!fs::exists(tmp.path() / "runs"));
 }
 
 BOOST_AUTO_TEST_CASE(divergence_is_reported_not_hidden) {

@@ -3,7 +3,8 @@
 // statistics); sweep files with a clear error for a bad one; and a tiny real sweep (count24, 2 arms
 // x 2 seeds, a few steps) that writes its tables and figure, skips every run when re-run, and
 // continues a run that lost its summary (an interrupted run) with --resume; and that a sweep folder
-// or a run folder another process holds is refused, naming it, with nothing written into it.
+// or a run folder another process holds is refused, naming it, with nothing written into it; and
+// that an empty path is an error, not "the default".
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -161,6 +162,26 @@ BOOST_AUTO_TEST_CASE(a_sweep_or_run_folder_in_use_is_refused_naming_the_holder) 
   }
   BOOST_TEST(run_sweep(args, log) == 0, read_text(log));  // once free, the run goes ahead
   BOOST_TEST(fs::exists(seed / "summary.json"));
+}
+
+// Issue 23 item 8 for the sweep: `--out ""` silently used the file's own folder.
+BOOST_AUTO_TEST_CASE(empty_paths_are_errors) {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "tiny.yaml", default_out = tmp.path() / "default", log = tmp.path() / "log.txt";
+  std::ofstream(file) << "app: count24\n"
+                         "out: " << default_out.string() << "\n"
+                         "set: {train.steps: 2, data.train_size: 100, data.test_size: 50}\n"
+                         "metric: test_accuracy\n"
+                         "seeds: [1]\n"
+                         "arms:\n"
+                         "  - {name: a}\n";
+  for (const std::string& args : {file.string() + " --out ''", std::string("'' --out ") + (tmp.path() / "x").string()}) {
+    BOOST_TEST(run_sweep(args, log) != 0, args);
+    const std::string text = read_text(log);
+    BOOST_TEST(text.find("an empty path is not a folder or a file") != std::string::npos, args << ": " << text);
+  }
+  BOOST_TEST(!fs::exists(default_out));
+  BOOST_TEST(!fs::exists(tmp.path() / "x"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
