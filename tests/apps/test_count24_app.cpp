@@ -4,8 +4,8 @@
 // exactly the losses of an uninterrupted run; that the run's config.yaml repeats it; that bad
 // input gives a clear error and a non-zero exit; --help and the eval job; that a second writer of a
 // running run's folder (--overwrite, --resume) is refused naming the first, and a run killed with
-// SIGKILL leaves no lock behind; that eval refuses a `latest` that leads out of the run; and that
-// empty paths are usage errors.
+// SIGKILL leaves no lock behind; that eval, which takes no lock, scores a run that is being
+// written, and refuses a `latest` that leads out of the run; and that empty paths are usage errors.
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <cstdlib>
@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "apps/common/run_dir.h"
 #include "tensor/device.h"
 #include "tests/apps/app_process.h"
 #include "tests/test_support.h"
@@ -238,7 +239,12 @@ BOOST_AUTO_TEST_CASE(eval_refuses_a_latest_that_leads_out_of_the_run) {
   const fs::path a = tmp.path() / "a", b = tmp.path() / "b";
   BOOST_REQUIRE_EQUAL(run("--out " + a.string() + " " + tiny, tmp.path() / "a.txt"), 0);
   BOOST_REQUIRE_EQUAL(run("--out " + b.string() + " -Dseed=7 " + tiny, tmp.path() / "b.txt"), 0);
-  BOOST_REQUIRE_EQUAL(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt"), 0);
+  {
+    // eval only reads: it takes no lock, so a run that is being written (here: this process holds
+    // its lock) can be scored.
+    posgrad::apps::RunDir writer(a, posgrad::apps::ExistingRun::Append);
+    BOOST_REQUIRE_EQUAL(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt"), 0);
+  }
   for (const std::string& pointer : std::vector<std::string>{"../../b/checkpoints/step-000000020", (b / "checkpoints" / "step-000000020").string()}) {
     std::ofstream(a / "checkpoints" / "latest") << pointer << "\n";
     BOOST_TEST(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt") == 1);
