@@ -261,21 +261,12 @@ LayerCache load_cache(const RunDir& run, int64_t step, Device device) {
   return cache;
 }
 
-std::filesystem::path checkpoint_folder(const std::filesystem::path& run_dir, const std::string& which) {
-  const std::filesystem::path pointer = run_dir / "checkpoints" / which;
-  if (!std::filesystem::exists(pointer))
-    fail("{}: no '{}' checkpoint (is it a charlm run folder, and did it save one?)", run_dir.string(), which);
-  std::string folder = read_file_bytes(pointer);
-  while (!folder.empty() && (folder.back() == '\n' || folder.back() == '\r')) folder.pop_back();
-  return pointer.parent_path() / folder;
-}
-
 // A model with the weights of a finished run; the vocabulary comes from the checkpoint itself.
 std::unique_ptr<CharTransformer> load_model(CharlmSettings& c, Settings& settings, const std::string& run_dir,
                                             const std::string& which, CharVocab& vocab, Device& device) {
   load_run_settings(settings, run_dir);
   device = parse_device(c.device);
-  const std::filesystem::path folder = checkpoint_folder(run_dir, which);
+  const std::filesystem::path folder = run_checkpoint_folder(run_dir, which);
   const Checkpoint checkpoint = load_checkpoint(folder);
   const auto stored = std::find_if(checkpoint.model.begin(), checkpoint.model.end(),
                                    [](const auto& entry) { return entry.first == kVocabBuffer; });

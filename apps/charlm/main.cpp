@@ -44,20 +44,21 @@ int main(int argc, char** argv) {
   std::string run_dir, which = "best", file;
   CLI::App& eval_job = cli.add_job("eval", "full-eval protocol (8 streams, cache carried) on the validation split or a file",
                                    [&] { evaluate_run(c, settings, run_dir, which, file); });
-  eval_job.add_option("run", run_dir, "the run folder")->required();
+  refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
   eval_job.add_option("--checkpoint", which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
-  eval_job.add_option("--file", file, "score this text file instead of the validation split");
+  refuse_empty(eval_job.add_option("--file", file, "score this text file instead of the validation split"));
 
   SampleRequest sample;
   CLI::App& sample_job = cli.add_job("sample", "generate text from a trained run, one token at a time",
                                      [&] { sample_run(c, settings, sample); });
-  sample_job.add_option("--checkpoint", sample.run_dir, "the run folder")->required();
+  refuse_empty(sample_job.add_option("--checkpoint", sample.run_dir, "the run folder"))->required();
   sample_job.add_option("--which", sample.which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
   sample_job.add_option("--prompt", sample.prompt, "text to start from (every character must be in the vocabulary)");
   sample_job.add_option("--tokens", sample.tokens, "characters to generate")->check(CLI::NonNegativeNumber);
   sample_job.add_option("--temperature", sample.temperature, "softmax temperature (> 0)")->check(CLI::PositiveNumber);
   sample_job.add_option("--top-k", sample.top_k, "sample among the k most likely (0: all)")->check(CLI::NonNegativeNumber);
   sample_job.add_option("--seed", sample.seed, "sampling seed");
-  sample_job.add_option("--figure", sample.figure, "also draw the attention of the last 40 generated characters (PNG path)");
+  refuse_empty(sample_job.add_option("--figure", sample.figure,
+                                     "also draw the attention of the last 40 generated characters (PNG path)"));
   return cli.run(argc, argv);
 }

@@ -41,6 +41,13 @@ void load_run_settings(Settings& settings, const fs::path& run_dir) {
   settings.load_yaml_file(config);
 }
 
+CLI::Option* refuse_empty(CLI::Option* option) {
+  const auto non_empty = [](std::string& value) {
+    return value.empty() ? std::string("an empty path is not a folder or a file") : std::string();
+  };
+  return option->check(CLI::Validator(non_empty, "", "non-empty"));
+}
+
 std::string quoted_command(int argc, const char* const* argv) {
   std::string line;
   for (int i = 0; i < argc; ++i) {
@@ -78,14 +85,14 @@ fs::path default_out_dir(const std::string& app) {
 
 AppCommandLine::AppCommandLine(std::string name, std::string description, Settings& settings)
     : name_(std::move(name)), settings_(settings), app_(std::make_unique<CLI::App>(std::move(description), name_)) {
-  app_->add_option("--config", presets_, "YAML preset applied over the defaults (repeatable, in order)")
+  refuse_empty(app_->add_option("--config", presets_, "YAML preset applied over the defaults (repeatable, in order)"))
       ->type_name("FILE");
   app_->add_option("-D", overrides_, "set one setting, e.g. -Dtrain.lr=1e-3 (repeatable; later wins)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
-  app_->add_option("--out", out_, "run folder (default: runs/" + name_ + "/<date-time>)")->type_name("DIR");
+  refuse_empty(app_->add_option("--out", out_, "run folder (default: runs/" + name_ + "/<date-time>)"))->type_name("DIR");
   app_->add_flag("--overwrite", overwrite_, "write into a run folder that already holds files");
-  app_->add_option("--resume", resume_, "continue the run in RUN_DIR from its latest checkpoint")
+  refuse_empty(app_->add_option("--resume", resume_, "continue the run in RUN_DIR from its latest checkpoint"))
       ->type_name("RUN_DIR");
   app_->footer("Settings (set with -Dkey=value or in a --config YAML file):\n" + settings_.describe());
   app_->require_subcommand(0, 1);

@@ -11,6 +11,9 @@
 // that folder (it cannot be combined with --config or -D: a resumed run keeps its settings).
 // Without --out the run folder is runs/<app>/<date-time>.
 //
+// An empty path ("--out ''", "--resume \"$UNSET\"") is a usage error, never read as "not given":
+// every path option of the apps and of posgrad-sweep passes through refuse_empty().
+//
 // run() parses, resolves the settings and runs the chosen job. A usage error prints one
 // "app: error: ..." line and returns 2; a posgrad::Error thrown by the job prints one
 // "app: error: ..." line and returns 1; --help returns 0. The jobs other than train refuse
@@ -30,6 +33,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace posgrad::apps {
@@ -50,6 +54,9 @@ std::filesystem::path source_dir();
 std::filesystem::path resolve_preset(const std::filesystem::path& path);
 // Reads RUN_DIR/config.yaml into `settings` (for --resume and for jobs that use a finished run).
 void load_run_settings(Settings& settings, const std::filesystem::path& run_dir);
+// Makes an empty value of `option` a usage error ("--out: an empty path is not a folder or a
+// file"); returns `option` for chaining.
+CLI::Option* refuse_empty(CLI::Option* option);
 // argv as one shell-quoted line.
 std::string quoted_command(int argc, const char* const* argv);
 

@@ -57,6 +57,34 @@ std::optional<int64_t> step_of_folder_name(const std::string& name) {
   return step;
 }
 
+std::optional<fs::path> read_checkpoint_pointer(const fs::path& checkpoints_dir, const std::string& pointer) {
+  const fs::path file = checkpoints_dir / pointer;
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return std::nullopt;
+  std::string name = read_file_bytes(file);
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) name.pop_back();
+  // Only a bare step folder name: never a path (into another run, or up with ".."). The content is
+  // shown escaped, so a NUL byte or a control character cannot cut or garble the error line.
+  POSGRAD_CHECK(step_of_folder_name(name).has_value(),
+                "checkpoint pointer '{}' is corrupt: it holds {:?}, not the name of a step folder of this run",
+                file.string(), name);
+  return checkpoints_dir / name;
+}
+
+fs::path run_checkpoint_folder(const fs::path& run_dir, const std::string& which) {
+  const fs::path checkpoints = run_dir / "checkpoints";
+  const std::optional<fs::path> folder = read_checkpoint_pointer(checkpoints, which);
+  if (!folder)
+    fail("run folder '{}' has no '{}' checkpoint: '{}' does not exist (is it a run folder, and has the run saved a "
+         "checkpoint yet?)",
+         run_dir.string(), which, (checkpoints / which).string());
+  std::error_code ec;
+  POSGRAD_CHECK(fs::is_directory(fs::symlink_status(*folder, ec)),
+                "checkpoint pointer '{}' names '{}', which is not a step folder of this run (missing, or a link)",
+                (checkpoints / which).string(), folder->filename().string());
+  return *folder;
+}
+
 RunCheckpoints::RunCheckpoints(const RunDir& run, Module& model, Optimizer& optimizer, Generator& generator,
                                Options options)
     : dir_(run.path() / "checkpoints"), model_(model), optimizer_(optimizer), generator_(generator),
@@ -65,14 +93,7 @@ RunCheckpoints::RunCheckpoints(const RunDir& run, Module& model, Optimizer& opti
 }
 
 fs::path RunCheckpoints::pointer_target(const char* pointer) const {
-  const fs::path file = dir_ / pointer;
-  std::error_code ec;
-  if (!fs::exists(file, ec)) return {};
-  std::string name = read_file_bytes(file);
-  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-  POSGRAD_CHECK(step_of_folder_name(name).has_value(),
-                "checkpoint pointer '{}' is corrupt: it holds '{}', not a step folder name", file.string(), name);
-  return dir_ / name;
+  return read_checkpoint_pointer(dir_, pointer).value_or(fs::path());
 }
 
 fs::path RunCheckpoints::latest_path() const { return pointer_target("latest"); }

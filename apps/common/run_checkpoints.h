@@ -30,8 +30,14 @@
 // step counts, the generator (seed and offset) and where the data order stood (epoch, batch);
 // apps put anything else in TrainingPosition::extra.
 //
+// read_checkpoint_pointer() is the one reader of `latest` and `best`, for resume and for the jobs
+// that load a run's model (eval, sample, figures): a pointer that holds anything but the name of
+// a step folder of this run (a path into another run, "..", a NUL byte) is an error that shows
+// the content escaped, never followed.
+//
 // Deliberately does not: decide when to save (the app's loop does), average checkpoints, keep
-// more than latest, the previous one and best, or guard against two processes writing one run.
+// more than latest, the previous one and best, or guard against two processes writing one run
+// (the run folder's lock does: run_dir.h).
 #pragma once
 
 #include <cstdint>
@@ -109,6 +115,17 @@ class RunCheckpoints {
   int64_t latest_step_ = -1;    // what `latest` names, as this object last wrote or restored it
   int64_t previous_step_ = -1;  // the latest before that: kept as the fallback
 };
+
+// The folder <checkpoints_dir>/<step-N> that the pointer file <checkpoints_dir>/<pointer>
+// ("latest" or "best") names; nullopt when there is no such pointer file. Throws posgrad::Error
+// naming the pointer file and showing its content escaped when it holds anything but a step
+// folder name (one trailing newline or blanks aside).
+std::optional<std::filesystem::path> read_checkpoint_pointer(const std::filesystem::path& checkpoints_dir,
+                                                             const std::string& pointer);
+// The step folder of run `run_dir` that its `which` pointer ("best" or "latest") names, for the
+// jobs that load a finished or running run's model. Throws posgrad::Error when the pointer is
+// missing or corrupt (as above) or names a folder the run does not hold.
+std::filesystem::path run_checkpoint_folder(const std::filesystem::path& run_dir, const std::string& which);
 
 // The checkpoint folder name of a step: "step-000001200".
 std::string step_folder_name(int64_t step);

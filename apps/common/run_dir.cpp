@@ -35,22 +35,23 @@ RunDir::RunDir(fs::path dir, ExistingRun existing)
   if (fs::exists(dir_, ec)) {
     POSGRAD_CHECK(fs::is_directory(dir_, ec), "run folder '{}' exists and is not a folder",
                   dir_.string());
-    if (!fs::is_empty(dir_, ec) && existing == ExistingRun::Refuse) {
-      std::string listing;
-      int shown = 0;
-      for (const auto& item : fs::directory_iterator(dir_, ec)) {
-        if (shown == 5) {
-          listing += ", ...";
-          break;
-        }
-        listing += (shown++ ? ", " : "") + item.path().filename().string();
+    if (existing == ExistingRun::Refuse) {
+      std::vector<std::string> names;  // what the folder holds, less a lock file a dead run left
+      for (const auto& item : fs::directory_iterator(dir_, ec))
+        if (item.path().filename() != FolderLock::kFileName) names.push_back(item.path().filename().string());
+      if (!names.empty()) {
+        std::string listing;
+        for (size_t i = 0; i < names.size() && i < 5; ++i) listing += (i ? ", " : "") + names[i];
+        if (names.size() > 5) listing += ", ...";
+        fail("run folder '{}' already exists and holds files ({}); choose another --out or pass "
+             "--overwrite",
+             dir_.string(), listing);
       }
-      fail("run folder '{}' already exists and holds files ({}); choose another --out or pass "
-           "--overwrite",
-           dir_.string(), listing);
     }
   }
   make_dirs(dir_);
+  // Before anything in the folder changes: a second writer must find it locked, not half removed.
+  lock_ = FolderLock(dir_, "run folder");
   if (existing == ExistingRun::Overwrite) {
     // A new run in an old folder: the old run's summary and checkpoints must not be taken for
     // this run's (a later --resume would continue the old run).
@@ -68,13 +69,14 @@ RunDir::~RunDir() {
 }
 
 RunDir::RunDir(RunDir&& other) noexcept
-    : dir_(std::move(other.dir_)), metrics_(std::exchange(other.metrics_, nullptr)),
+    : dir_(std::move(other.dir_)), lock_(std::move(other.lock_)), metrics_(std::exchange(other.metrics_, nullptr)),
       opened_(other.opened_) {}
 
 RunDir& RunDir::operator=(RunDir&& other) noexcept {
   if (this != &other) {
     if (metrics_) std::fclose(metrics_);
     dir_ = std::move(other.dir_);
+    lock_ = std::move(other.lock_);
     metrics_ = std::exchange(other.metrics_, nullptr);
     opened_ = other.opened_;
   }

@@ -6,9 +6,12 @@
 //   <run>/summary.json    the final metrics, written atomically
 //   <run>/figures/        PNG and SVG figures (figure_path)
 //   <run>/checkpoints/    checkpoints (checkpoint_path; see run_checkpoints.h)
+//   <run>/.lock           the lock of the process writing the run (folder_lock.h)
 // Creating a RunDir on a folder that already holds files is an error unless the caller says
 // Overwrite (start metrics.jsonl afresh, drop summary.json) or Append (continue metrics.jsonl,
-// e.g. when resuming).
+// e.g. when resuming). A RunDir holds the folder's exclusive lock for as long as it lives, taken
+// before anything in the folder is changed (before Overwrite removes the old run's files): a
+// second RunDir on the same folder, in this process or another, throws naming the holder.
 //
 // Deliberately does not: write checkpoints, delete old figures or checkpoints, or rotate logs.
 #pragma once
@@ -21,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/common/folder_lock.h"
 #include "apps/common/settings.h"
 
 namespace posgrad::apps {
@@ -35,7 +39,7 @@ enum class ExistingRun {
 
 class RunDir {
  public:
-  // Creates `dir` and its parents.
+  // Creates `dir` and its parents, and locks it.
   explicit RunDir(std::filesystem::path dir, ExistingRun existing = ExistingRun::Refuse);
   ~RunDir();
   RunDir(RunDir&& other) noexcept;
@@ -73,6 +77,7 @@ class RunDir {
 
  private:
   std::filesystem::path dir_;
+  FolderLock lock_;  // released last, after metrics.jsonl is closed
   std::FILE* metrics_ = nullptr;
   std::chrono::steady_clock::time_point opened_;
 };

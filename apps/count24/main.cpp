@@ -305,10 +305,9 @@ void eval(Count24Settings& c, Settings& settings, const std::string& run_dir, co
   const Device device = parse_device(c.device);
   Generator gen(static_cast<uint64_t>(c.seed));
   count24::Count24Model model(c.model.embedding_dim, c.model.hidden, gen);
-  const std::filesystem::path pointer = std::filesystem::path(run_dir) / "checkpoints" / which;
-  std::string folder = read_file_bytes(pointer);
-  while (!folder.empty() && folder.back() == '\n') folder.pop_back();
-  model.load_state_dict(load_checkpoint(pointer.parent_path() / folder).model);
+  const std::filesystem::path checkpoint = run_checkpoint_folder(run_dir, which);
+  const std::string folder = checkpoint.filename().string();
+  model.load_state_dict(load_checkpoint(checkpoint).model);
   model.to(device);
   const Evaluation e = evaluate(model, make_count24(c.data.test_size, static_cast<uint64_t>(c.seed) + 1000003), device);
   fmt::print("{} checkpoint {}: test_accuracy {:.4f}  test_loss {:.4f}  attention_on_2s_4s {:.3f}\n", which, folder,
@@ -327,7 +326,7 @@ int main(int argc, char** argv) {
   std::string run_dir, which = "best";
   CLI::App& eval_job = cli.add_job("eval", "score a run's checkpoint on fresh test sequences",
                                    [&] { eval(c, settings, run_dir, which); });
-  eval_job.add_option("run", run_dir, "the run folder")->required();
+  refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
   eval_job.add_option("--checkpoint", which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
   return cli.run(argc, argv);
 }

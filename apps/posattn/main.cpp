@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   std::string run_dir, which = "best", split = "val";
   CLI::App& eval_job = cli.add_job("eval", "score a run's checkpoint on the validation split or the test set",
                                    [&] { eval(c, settings, run_dir, which, split); });
-  eval_job.add_option("run", run_dir, "the run folder")->required();
+  refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
   eval_job.add_option("--checkpoint", which, "which checkpoint (best, latest)")->check(CLI::IsMember({"best", "latest"}));
   eval_job.add_option("--split", split, "val (the run's seeded split) or test (test_batch.bin / t10k)")
       ->check(CLI::IsMember({"val", "test"}));
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   int64_t figures_images = 3;
   CLI::App& figures_job = cli.add_job("figures", "draw a run's figures into RUN/figures/",
                                       [&] { draw_figures(c, settings, figures_run, figures_which, figures_images); });
-  figures_job.add_option("run", figures_run, "the run folder")->required();
+  refuse_empty(figures_job.add_option("run", figures_run, "the run folder"))->required();
   figures_job.add_option("--checkpoint", figures_which, "which checkpoint (best, latest)")
       ->check(CLI::IsMember({"best", "latest"}));
   figures_job.add_option("--images", figures_images, "validation images for the attention figures")

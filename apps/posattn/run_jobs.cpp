@@ -21,6 +21,7 @@
 #include "attention/attention_hook.h"
 #include "datasets/data_loader.h"
 #include "nn/adam.h"
+#include "nn/atomic_file.h"
 #include "nn/losses.h"
 #include "tensor/device.h"
 
@@ -281,12 +282,12 @@ void eval(PosattnSettings& c, Settings& settings, const std::string& run_dir, co
     for (int64_t j = 0; j < set.classes; ++j) fmt::print(" {:>5}", e.confusion[static_cast<size_t>(i)][static_cast<size_t>(j)]);
     fmt::print("\n");
   }
-  RunDir(run_dir, ExistingRun::Append)
-      .write_text(fmt::format("eval-{}-{}.json", split, which),
-                  nlohmann::json{{"checkpoint", m.folder}, {"split", split}, {"images", e.images},
-                                 {"accuracy", e.accuracy}, {"loss", e.loss}, {"confusion", e.confusion},
-                                 {"classes", set.class_names}}
-                          .dump(2));
+  // Only eval writes this file, atomically: eval takes no lock, and runs beside a training of the run.
+  write_file_atomically(std::filesystem::path(run_dir) / fmt::format("eval-{}-{}.json", split, which),
+                        nlohmann::json{{"checkpoint", m.folder}, {"split", split}, {"images", e.images},
+                                       {"accuracy", e.accuracy}, {"loss", e.loss}, {"confusion", e.confusion},
+                                       {"classes", set.class_names}}
+                            .dump(2));
 }
 
 }  // namespace posgrad::posattn_app

@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "nn/atomic_file.h"
+#include "apps/common/run_checkpoints.h"
 #include "nn/checkpoint.h"
 #include "tensor/error.h"
 
@@ -11,17 +11,12 @@ namespace posgrad::posattn_app {
 
 LoadedModel load_run_model(const PosattnSettings& c, const std::string& run_dir, const std::string& which,
                            const ImageSet& set) {
-  const std::filesystem::path pointer = std::filesystem::path(run_dir) / "checkpoints" / which;
-  if (!std::filesystem::exists(pointer))
-    fail("run '{}' has no '{}' checkpoint ('{}' is missing; has the run finished an epoch?)", run_dir, which,
-         pointer.string());
-  std::string folder = read_file_bytes(pointer);
-  while (!folder.empty() && (folder.back() == '\n' || folder.back() == '\r')) folder.pop_back();
+  const std::filesystem::path checkpoint = apps::run_checkpoint_folder(run_dir, which);
   Generator gen(static_cast<uint64_t>(c.seed));
   LoadedModel out;
   out.model = std::make_unique<PosattnClassifier>(model_config(c, set.structure, set.channels, set.classes), gen);
-  out.model->load_state_dict(load_checkpoint(pointer.parent_path() / folder).model);
-  out.folder = folder;
+  out.model->load_state_dict(load_checkpoint(checkpoint).model);
+  out.folder = checkpoint.filename().string();
   return out;
 }
 

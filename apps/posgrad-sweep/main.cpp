@@ -8,7 +8,9 @@
 // test; results.md records them). --dry-run prints the command of every run and what it would
 // do; --table-only writes the tables from the runs already there. The exit status is 1 when a
 // run failed (the others still run), else 0. Ctrl-C, SIGTERM or SIGHUP stops the run in progress
-// and the sweep (apps/common/sweep_process.h); the same command continues it.
+// and the sweep (apps/common/sweep_process.h); the same command continues it. A sweep (but not
+// --dry-run) holds the lock of its sweep folder (apps/common/folder_lock.h): a second sweep into
+// the same folder refuses.
 //
 // Deliberately does not: run runs in parallel, or pass anything but -D overrides to the app.
 #include <map>
@@ -18,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "apps/common/cli.h"
+#include "apps/common/folder_lock.h"
 #include "apps/common/sweep.h"
 #include "apps/common/sweep_process.h"
 #include "apps/common/sweep_report.h"
@@ -31,8 +34,8 @@ int main(int argc, char** argv) {
   std::string file, out;
   std::vector<std::string> overrides;
   bool dry_run = false, table_only = false;
-  app.add_option("sweep", file, "the sweep file (YAML; see apps/common/sweep.h)")->required();
-  app.add_option("--out", out, "the sweep folder (default: the file's 'out', else runs/sweeps/<file stem>)");
+  refuse_empty(app.add_option("sweep", file, "the sweep file (YAML; see apps/common/sweep.h)"))->required();
+  refuse_empty(app.add_option("--out", out, "the sweep folder (default: the file's 'out', else runs/sweeps/<file stem>)"));
   app.add_option("-D", overrides, "key=value override for every fresh run (repeatable)");
   app.add_flag("--dry-run", dry_run, "print what each run would do, run nothing");
   app.add_flag("--table-only", table_only, "write the tables from the runs already there, run nothing");
@@ -48,7 +51,12 @@ int main(int argc, char** argv) {
       spec.out = out;
     }
     const auto runs = plan_sweep(spec);
-    if (!dry_run) create_sweep_folders(spec);
+    // One sweep writes a sweep folder at a time (each run's folder is locked by its own app).
+    FolderLock lock;
+    if (!dry_run) {
+      create_sweep_folders(spec);
+      lock = FolderLock(spec.out, "sweep folder");
+    }
     std::map<std::string, std::string> failures;
     if (!table_only) {
       if (!dry_run) catch_stop_signals();

@@ -1,6 +1,7 @@
 // Helpers for the end-to-end app tests (test_count24_app, test_posattn_app, test_charlm_app): run
-// a built app executable with its output in a log file, read a run folder's metrics without the
-// wall-clock fields, and read which checkpoint the `latest` pointer names.
+// a built app executable with its output in a log file (to its end, or started in the background
+// as a child process), read a run folder's metrics without the wall-clock fields, and read which
+// checkpoint the `latest` pointer names.
 // Deliberately not here: anything app-specific (settings, expected metrics) — each test says that.
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace posgrad::test {
 
@@ -23,6 +25,19 @@ inline int run_app(const std::filesystem::path& app, const std::string& args, co
   const std::string cmd = env + app.string() + " " + args + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Starts `env app args > log 2>&1` as a child process and returns at once: its pid, which is the
+// app's own (the shell execs env(1), which execs the app). The caller waits for it (waitpid) or kills it.
+inline pid_t start_app(const std::filesystem::path& app, const std::string& args, const std::filesystem::path& log,
+                       const std::string& env = "") {
+  const std::string cmd = "exec env " + env + app.string() + " " + args + " > " + log.string() + " 2>&1";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
 }
 
 // The records of run_dir/metrics.jsonl with the named fields (wall-clock times) erased: what must

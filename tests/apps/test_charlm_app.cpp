@@ -2,8 +2,11 @@
 // a small text and checks what it wrote (summary, metrics with spans and the attention share,
 // figures, vocab.json), the eval and sample jobs, that sampling is deterministic per seed, that
 // --resume from a checkpoint repeats the uninterrupted run exactly, and that bad input (an empty
-// or one-character file, a segment longer than the data, an unknown character) is a clear error.
+// or one-character file, a segment longer than the data, an unknown character) is a clear error;
+// that eval and sample refuse a checkpoint pointer that leads out of the run; and that training
+// into a folder another process holds is refused, naming it.
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +15,7 @@
 
 #include <sys/wait.h>
 
+#include "apps/common/run_dir.h"
 #include "tests/apps/app_process.h"
 #include "tests/test_support.h"
 
@@ -145,6 +149,56 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {
   fails_with("sample --checkpoint " + out.string() + " --prompt '' --tokens 5", "prompt is empty");
   write_file(tmp.path() / "other.txt", "ZZZ");
   fails_with("eval " + out.string() + " --file " + (tmp.path() / "other.txt").string(), "character 'Z'");
+}
+
+// Issue 23 item 6: eval and sample followed a `best` (or `latest`) pointer into another run and
+// silently used its checkpoint.
+BOOST_AUTO_TEST_CASE(eval_and_sample_refuse_a_pointer_out_of_the_run) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", a = tmp.path() / "a", b = tmp.path() / "b";
+  write_file(data, sample_text());
+  BOOST_REQUIRE_EQUAL(run("train " + tiny(data) + " -Dtrain.steps=4 --out " + a.string(), tmp.path() / "a.txt"), 0);
+  BOOST_REQUIRE_EQUAL(run("train " + tiny(data) + " -Dtrain.steps=8 -Dseed=5 --out " + b.string(), tmp.path() / "b.txt"), 0);
+  write_file(a / "checkpoints" / "best", "../../b/checkpoints/step-000000008\n");
+  write_file(a / "checkpoints" / "latest", "../../b/checkpoints/step-000000008\n");
+  for (const std::string& job : {"eval " + a.string(), "eval " + a.string() + " --checkpoint latest",
+                                 "sample --checkpoint " + a.string() + " --prompt 'to be' --tokens 5",
+                                 "sample --checkpoint " + a.string() + " --which latest --prompt 'to be' --tokens 5"}) {
+    BOOST_TEST(run(job, tmp.path() / "log.txt") == 1, job);
+    const std::string log = read_text(tmp.path() / "log.txt");
+    BOOST_TEST(log.find("holds \"../../b/checkpoints/step-000000008\", not the name of a step folder of this run") !=
+                   std::string::npos,
+               job << ": " << log);
+  }
+}
+
+// Issue 23 item 1 for charlm (the issue's own case): a run into a folder another process writes
+// (here: this test, holding the folder's lock) is refused before it changes anything.
+BOOST_AUTO_TEST_CASE(training_into_a_locked_folder_is_refused) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", out = tmp.path() / "run";
+  write_file(data, sample_text());
+  posgrad::apps::RunDir holder(out);
+  holder.log_metrics({{"step", 1}});
+  BOOST_TEST(run("train " + tiny(data) + " -Dtrain.steps=2 --out " + out.string() + " --overwrite", tmp.path() / "log.txt") == 1);
+  const std::string log = read_text(tmp.path() / "log.txt");
+  BOOST_TEST(log.find(fmt::format("run folder '{}' is in use by pid {}", out.string(), ::getpid())) != std::string::npos, log);
+  BOOST_TEST(!fs::exists(out / "config.yaml"));
+  const std::string metrics = read_text(out / "metrics.jsonl");
+  BOOST_TEST(std::count(metrics.begin(), metrics.end(), '\n') == 1, metrics);  // the holder's record only
+}
+
+// Issue 23 item 8: an empty path (an unset shell variable) is a usage error for every path option
+// of the jobs, not "the current folder" or "no file".
+BOOST_AUTO_TEST_CASE(empty_paths_are_usage_errors) {
+  TempDir tmp;
+  const std::string run_dir = (tmp.path() / "run").string();
+  for (const std::string& args : {std::string("eval ''"), "eval " + run_dir + " --file ''", std::string("sample --checkpoint ''"),
+                                  "sample --checkpoint " + run_dir + " --figure ''"}) {
+    BOOST_TEST(run(args, tmp.path() / "log.txt") == 2, args);
+    const std::string log = read_text(tmp.path() / "log.txt");
+    BOOST_TEST(log.find("an empty path is not a folder or a file") != std::string::npos, args << ": " << log);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

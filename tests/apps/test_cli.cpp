@@ -1,7 +1,8 @@
 // Command line (AppCommandLine on CLI11): the training job with and without the `train` word,
 // presets applied in order then -D overrides in both spellings, --out / --overwrite, --resume
 // reading the run's own config.yaml (and refusing --config, -D and --out beside it), other jobs,
-// and the exit statuses: 0, 1 for an error in the job or the settings, 2 for a usage error.
+// empty paths refused (not read as "not given"), and the exit statuses: 0, 1 for an error in the
+// job or the settings, 2 for a usage error.
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -41,7 +42,7 @@ struct App {
     AppCommandLine cli("testapp", "a test app", settings);
     cli.on_train([&](const TrainRequest& r) { request = r; });
     auto& eval = cli.add_job("eval", "evaluate", [&] { evaluated = true; });
-    eval.add_option("run", eval_run)->required();
+    posgrad::apps::refuse_empty(eval.add_option("run", eval_run))->required();
     args.insert(args.begin(), "testapp");
     std::vector<const char*> argv;
     for (const std::string& a : args) argv.push_back(a.c_str());
@@ -138,6 +139,20 @@ BOOST_AUTO_TEST_CASE(other_jobs_and_exit_statuses) {
     const char* argv[] = {"testapp"};
     BOOST_TEST(cli.run(1, argv) == 1);
   }
+}
+
+// Issue 23 item 8: `--resume ""` (an unset shell variable) started a fresh run in a new default
+// folder, and `--out ""` used the default folder.
+BOOST_AUTO_TEST_CASE(empty_paths_are_usage_errors) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--resume", ""}, {"--resume="}, {"--out", ""}, {"--out="}, {"--config", ""}, {"train", "--resume", ""}}) {
+    App app;
+    BOOST_TEST(app.run(args) == 2, args[0]);
+    BOOST_TEST(!app.request.has_value(), args[0]);
+  }
+  App empty_run;
+  BOOST_TEST(empty_run.run({"eval", ""}) == 2);
+  BOOST_TEST(!empty_run.evaluated);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

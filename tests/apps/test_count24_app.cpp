@@ -2,8 +2,12 @@
 // temporary run folder and checks what it wrote (summary accuracy, attention on 2s and 4s,
 // metrics, checkpoints, figure); that a run killed with SIGKILL and resumed with --resume logs
 // exactly the losses of an uninterrupted run; that the run's config.yaml repeats it; that bad
-// input gives a clear error and a non-zero exit; --help and the eval job.
+// input gives a clear error and a non-zero exit; --help and the eval job; that a second writer of a
+// running run's folder (--overwrite, --resume) is refused naming the first, and a run killed with
+// SIGKILL leaves no lock behind; that eval, which takes no lock, scores a run that is being
+// written, and refuses a `latest` that leads out of the run; and that empty paths are usage errors.
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "apps/common/run_dir.h"
 #include "tensor/device.h"
 #include "tests/apps/app_process.h"
 #include "tests/test_support.h"
@@ -35,6 +40,30 @@ std::vector<nlohmann::json> metrics_without_time(const fs::path& run_dir) {
 }
 
 int64_t latest_step(const fs::path& run_dir) { return posgrad::test::latest_checkpoint_step(run_dir); }
+
+// A child app process killed with SIGKILL and reaped when the test leaves its scope (a failed
+// BOOST_REQUIRE included), unless the test reaped it first (wait_for_end).
+struct Child {
+  pid_t pid;
+  ~Child() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  bool ended(int& status) {  // without waiting
+    if (waitpid(pid, &status, WNOHANG) != pid) return false;
+    pid = -1;
+    return true;
+  }
+  int kill_and_reap() {
+    int status = 0;
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    pid = -1;
+    return status;
+  }
+};
 
 const std::string kShort = "-Dtrain.steps=300 -Dtrain.eval_every=100 -Dtrain.log_every=50 "
                            "-Ddata.train_size=20000 -Dtrain.checkpoint_every=100";
@@ -151,6 +180,96 @@ BOOST_AUTO_TEST_CASE(killed_run_resumes_with_identical_losses) {
   BOOST_REQUIRE_EQUAL(run("eval " + reference.string(), tmp.path() / "eval.txt"), 0);
   const std::string eval = read_text(tmp.path() / "eval.txt");
   BOOST_TEST(eval.find(fmt::format("test_accuracy {:.4f}", a["best_test_accuracy"].get<double>())) != std::string::npos, eval);
+}
+
+// Issue 23 item 1: a second run with --overwrite on a running run's folder (or a second --resume)
+// ran too: config.yaml from one run, checkpoints from the other, metrics.jsonl from both.
+BOOST_AUTO_TEST_CASE(a_second_writer_is_refused_while_the_first_runs_and_kill_9_leaves_no_lock) {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "run";
+  const std::string settings = "-Dtrain.steps=1000000 -Dtrain.log_every=100 -Dtrain.eval_every=1000000 "
+                               "-Dtrain.checkpoint_every=20 -Ddata.train_size=2000 -Ddata.test_size=200";
+  Child first{posgrad::test::start_app(kApp, "--out " + out.string() + " " + settings, tmp.path() / "first.txt")};
+  BOOST_REQUIRE(first.pid > 0);
+  const pid_t first_pid = first.pid;
+  int status = 0;
+  while (latest_step(out) < 20) {
+    BOOST_REQUIRE_MESSAGE(!first.ended(status), "the first run ended:\n" << read_text(tmp.path() / "first.txt"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const std::string config = read_text(out / "config.yaml");
+
+  const std::string holder = fmt::format("run folder '{}' is in use by pid {} on host ", out.string(), first_pid);
+  BOOST_TEST(run("--out " + out.string() + " --overwrite -Dtrain.steps=30 -Dtrain.lr=0.02", tmp.path() / "second.txt") == 1);
+  const std::string second = read_text(tmp.path() / "second.txt");
+  BOOST_TEST(second.find(holder) != std::string::npos, second);
+  BOOST_TEST(second.find("count24 --out " + out.string()) != std::string::npos, second);  // the holder's command
+  BOOST_TEST(std::count(second.begin(), second.end(), '\n') == 1, second);
+  BOOST_TEST(run("--resume " + out.string(), tmp.path() / "third.txt") == 1);
+  BOOST_TEST(read_text(tmp.path() / "third.txt").find(holder) != std::string::npos, read_text(tmp.path() / "third.txt"));
+
+  // The refused writers changed nothing, and the first run goes on.
+  BOOST_TEST(read_text(out / "config.yaml") == config);
+  BOOST_TEST(latest_step(out) >= 20);
+  BOOST_REQUIRE_MESSAGE(!first.ended(status), "the first run ended:\n" << read_text(tmp.path() / "first.txt"));
+
+  // kill -9 leaves no stale lock: the run resumes at once (it records its command once it holds
+  // the folder), and the lock is the resumed run's now.
+  BOOST_TEST(WIFSIGNALED(first.kill_and_reap()));
+  BOOST_TEST(fs::exists(out / ".lock"));
+  Child resumed{posgrad::test::start_app(kApp, "--resume " + out.string(), tmp.path() / "resumed.txt")};
+  BOOST_REQUIRE(resumed.pid > 0);
+  const pid_t resumed_pid = resumed.pid;
+  while (read_text(out / "command.txt").find("--resume") == std::string::npos) {
+    BOOST_REQUIRE_MESSAGE(!resumed.ended(status), "the resumed run ended:\n" << read_text(tmp.path() / "resumed.txt"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  BOOST_TEST(run("--resume " + out.string(), tmp.path() / "fourth.txt") == 1);
+  const std::string fourth = read_text(tmp.path() / "fourth.txt");
+  BOOST_TEST(fourth.find(fmt::format("is in use by pid {} on host ", resumed_pid)) != std::string::npos, fourth);
+  BOOST_TEST(fourth.find("count24 --resume " + out.string()) != std::string::npos, fourth);
+}
+
+// Issue 23 items 6 and 10: eval followed a `latest` that leads to another run's checkpoint, and a
+// NUL byte in it cut the error line.
+BOOST_AUTO_TEST_CASE(eval_refuses_a_latest_that_leads_out_of_the_run) {
+  TempDir tmp;
+  const std::string tiny = "-Dtrain.steps=20 -Dtrain.log_every=10 -Dtrain.eval_every=20 -Dtrain.checkpoint_every=20 "
+                           "-Ddata.train_size=500 -Ddata.test_size=100";
+  const fs::path a = tmp.path() / "a", b = tmp.path() / "b";
+  BOOST_REQUIRE_EQUAL(run("--out " + a.string() + " " + tiny, tmp.path() / "a.txt"), 0);
+  BOOST_REQUIRE_EQUAL(run("--out " + b.string() + " -Dseed=7 " + tiny, tmp.path() / "b.txt"), 0);
+  {
+    // eval only reads: it takes no lock, so a run that is being written (here: this process holds
+    // its lock) can be scored.
+    posgrad::apps::RunDir writer(a, posgrad::apps::ExistingRun::Append);
+    BOOST_REQUIRE_EQUAL(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt"), 0);
+  }
+  for (const std::string& pointer : std::vector<std::string>{"../../b/checkpoints/step-000000020", (b / "checkpoints" / "step-000000020").string()}) {
+    std::ofstream(a / "checkpoints" / "latest") << pointer << "\n";
+    BOOST_TEST(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt") == 1);
+    const std::string log = read_text(tmp.path() / "eval.txt");
+    BOOST_TEST(log.find("checkpoint pointer '" + (a / "checkpoints" / "latest").string() + "' is corrupt") != std::string::npos, log);
+    BOOST_TEST(log.find(pointer) != std::string::npos, log);
+  }
+  std::ofstream(a / "checkpoints" / "latest", std::ios::binary) << std::string("step-000000020\0../b\n", 20);
+  BOOST_TEST(run("eval " + a.string() + " --checkpoint latest", tmp.path() / "eval.txt") == 1);
+  const std::string log = read_text(tmp.path() / "eval.txt");
+  BOOST_TEST(log.find("holds \"step-000000020\\x00../b\", not the name of a step folder of this run") != std::string::npos, log);
+}
+
+// Issue 23 item 8: `--resume ""` (an unset shell variable) started a fresh run in a new default
+// folder, `--out ""` used the default folder; eval "" read the current folder.
+BOOST_AUTO_TEST_CASE(empty_paths_are_usage_errors) {
+  TempDir tmp;
+  // Run in a scratch folder: where a default run folder (runs/count24/...) would appear.
+  const std::string in_scratch = "cd " + tmp.path().string() + " && ";
+  for (const std::string& args : {"--out '' -Dtrain.steps=2", "--resume ''", "eval ''", "--config '' -Dtrain.steps=2"}) {
+    BOOST_TEST(posgrad::test::run_app(kApp, args, tmp.path() / "log.txt", in_scratch) == 2, args);
+    const std::string log = read_text(tmp.path() / "log.txt");
+    BOOST_TEST(log.find("an empty path is not a folder or a file") != std::string::npos, args << ": " << log);
+  }
+  BOOST_TEST(!fs::exists(tmp.path() / "runs"));
 }
 
 BOOST_AUTO_TEST_CASE(divergence_is_reported_not_hidden) {

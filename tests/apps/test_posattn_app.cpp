@@ -5,6 +5,7 @@
 // a NaN injected into a parameter stops the run naming the parameter and keeps the checkpoint;
 // bad input (no data folder, an image size that does not fit, an unknown scheme) gets a clear
 // error; every quick preset trains a few steps; figures draws its four figures. Skipped when the CIFAR-10 folder is absent.
+// (Without data: empty paths on the command line are usage errors.)
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -241,6 +242,20 @@ BOOST_AUTO_TEST_CASE(every_quick_preset_trains) {
                        tmp.path() / "log.txt");
     BOOST_TEST(rc == 0, arm << ": " << read_text(tmp.path() / "log.txt"));
     if (rc == 0) BOOST_TEST(nlohmann::json::parse(read_text(out / "summary.json"))["steps"] == 2, arm);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Issue 23 item 8: an empty run folder is a usage error (no data needed: the command line stops it).
+BOOST_AUTO_TEST_SUITE(posattn_app_command_line)
+
+BOOST_AUTO_TEST_CASE(empty_paths_are_usage_errors) {
+  TempDir tmp;
+  for (const char* args : {"eval ''", "figures ''", "--out ''", "--resume ''"}) {
+    BOOST_TEST(run(args, tmp.path() / "log.txt") == 2, args);
+    const std::string log = read_text(tmp.path() / "log.txt");
+    BOOST_TEST(log.find("an empty path is not a folder or a file") != std::string::npos, args << ": " << log);
   }
 }
 

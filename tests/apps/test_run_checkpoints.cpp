@@ -1,7 +1,8 @@
 // RunCheckpoints and the finite guard: latest and best pointers, pruning to latest, the previous
 // checkpoint and best, a restore that continues bit for bit (same losses as an uninterrupted
 // run), a restore that falls back to the newest folder that loads when latest does not (saying
-// so on stderr), a corrupt pointer named in the error, and NaN/Inf stops that name the step and
+// so on stderr), a corrupt pointer named in the error with its content escaped, the one pointer
+// reader of eval/sample/figures refusing a pointer out of the run, and NaN/Inf stops that name the step and
 // the parameter. (Crashes of a real process: test_checkpoint_crashes.cpp.)
 #include <boost/test/unit_test.hpp>
 
@@ -106,18 +107,20 @@ BOOST_AUTO_TEST_CASE(restore_continues_bit_for_bit) {
   std::vector<double> expected;
   for (int i = 0; i < 10; ++i) expected.push_back(reference.step());
 
-  Trainer first;
-  RunDir run(tmp.path() / "run");
-  RunCheckpoints ckpt(run, first.model, first.opt, first.gen, {.metric = "loss", .higher_is_better = false});
-  TrainingPosition at;
-  for (int i = 0; i < 6; ++i) {
-    BOOST_TEST(first.step() == expected[i]);
-    ++at.step;
-    ++at.batch_in_epoch;
-    if (at.step % 2 == 0) ckpt.save(at);
-  }
-  at.extra = nlohmann::json::object({{"window", 1.5}});
-  ckpt.save(at);  // again at step 6: the same folder
+  {
+    Trainer first;
+    RunDir run(tmp.path() / "run");
+    RunCheckpoints ckpt(run, first.model, first.opt, first.gen, {.metric = "loss", .higher_is_better = false});
+    TrainingPosition at;
+    for (int i = 0; i < 6; ++i) {
+      BOOST_TEST(first.step() == expected[i]);
+      ++at.step;
+      ++at.batch_in_epoch;
+      if (at.step % 2 == 0) ckpt.save(at);
+    }
+    at.extra = nlohmann::json::object({{"window", 1.5}});
+    ckpt.save(at);  // again at step 6: the same folder
+  }  // the first process ends (and releases the run folder's lock)
 
   Trainer second;  // a fresh process: other weights, a fresh generator
   RunDir reopened(tmp.path() / "run", ExistingRun::Append);
@@ -175,6 +178,39 @@ BOOST_AUTO_TEST_CASE(missing_or_corrupt_checkpoints_are_named) {
   check_error([&] { ckpt.restore_latest(); }, {"step-000000007"});
 }
 
+// Issue 23 item 10: a NUL byte in `latest` cut the error line at the NUL; the content is shown
+// escaped, whole.
+BOOST_AUTO_TEST_CASE(a_corrupt_pointer_is_shown_escaped_whole) {
+  TempDir tmp;
+  Trainer t;
+  RunDir run(tmp.path() / "run");
+  RunCheckpoints ckpt(run, t.model, t.opt, t.gen);
+  std::ofstream(run.path() / "checkpoints" / "latest", std::ios::binary) << std::string("step-0\0/../../x\n", 16);
+  check_error([&] { ckpt.restore_latest(); }, {"latest", "corrupt", "\"step-0\\x00/../../x\"", "not the name of a step folder"});
+}
+
+// Issue 23 item 6: eval, sample and figures followed a `latest` or `best` that leads out of the run
+// (and used another run's checkpoint); they all read pointers with run_checkpoint_folder().
+BOOST_AUTO_TEST_CASE(the_pointer_reader_refuses_anything_but_a_step_folder_of_the_run) {
+  TempDir tmp;
+  const fs::path a = tmp.path() / "a", b = tmp.path() / "b";
+  fs::create_directories(a / "checkpoints" / "step-000000004");
+  fs::create_directories(b / "checkpoints" / "step-000000008");
+  std::ofstream(a / "checkpoints" / "best") << "step-000000004\n";
+  BOOST_TEST(run_checkpoint_folder(a, "best") == a / "checkpoints" / "step-000000004");
+  check_error([&] { run_checkpoint_folder(a, "latest"); }, {"has no 'latest' checkpoint", (a / "checkpoints" / "latest").string()});
+  for (const std::string& escape : std::vector<std::string>{"../../b/checkpoints/step-000000008", (b / "checkpoints" / "step-000000008").string(),
+                                    "step-000000004/../../../b/checkpoints/step-000000008", "..", ""}) {
+    std::ofstream(a / "checkpoints" / "latest") << escape << "\n";
+    check_error([&] { run_checkpoint_folder(a, "latest"); }, {"corrupt", "not the name of a step folder of this run"});
+  }
+  // A step name the run does not hold, or a link in its place, is refused too.
+  std::ofstream(a / "checkpoints" / "latest") << "step-000000008\n";
+  check_error([&] { run_checkpoint_folder(a, "latest"); }, {"names 'step-000000008'", "not a step folder of this run"});
+  fs::create_directory_symlink(b / "checkpoints" / "step-000000008", a / "checkpoints" / "step-000000008");
+  check_error([&] { run_checkpoint_folder(a, "latest"); }, {"names 'step-000000008'", "not a step folder of this run"});
+}
+
 BOOST_AUTO_TEST_CASE(restore_falls_back_to_the_previous_checkpoint_and_says_why) {
   // Each way `latest` can fail, and what restore must pick instead (folders 2, 4, 6 are kept:
   // 6 is latest, 4 the previous one, 2 was pruned).
@@ -200,7 +236,7 @@ BOOST_AUTO_TEST_CASE(restore_falls_back_to_the_previous_checkpoint_and_says_why)
       {"latest names a folder that is gone", [](const fs::path& d) { fs::remove_all(d / "step-000000006"); }, 4,
        {"step-000000006/state.json"}},
       {"a corrupt pointer", [](const fs::path& d) { std::ofstream(d / "latest") << "garbage\n"; }, 6,
-       {"latest' is corrupt", "'garbage'"}},
+       {"latest' is corrupt", "\"garbage\""}},
       {"no pointer at all", [](const fs::path& d) { fs::remove(d / "latest"); }, 6, {"no 'latest' file"}},
   };
   for (const Damage& damage : damages) {

@@ -1,6 +1,7 @@
 // Run folder: created with parents, config.yaml loads back, metrics.jsonl lines parse as JSON,
 // summary.json is written atomically (no temporary file left), existing folders are refused
-// unless overwriting or appending.
+// unless overwriting or appending, and a folder another RunDir holds is refused, naming the holder,
+// before anything in it changes.
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -127,6 +128,43 @@ BOOST_AUTO_TEST_CASE(refuses_a_folder_with_files) {
   // A file where the folder should be is an error.
   std::ofstream(tmp.path() / "file") << "x";
   BOOST_TEST(error_of([&] { RunDir r(tmp.path() / "file", ExistingRun::Overwrite); }) != "");
+}
+
+// Issue 23 item 1: two writers of one folder mixed their runs (and --overwrite removed the first
+// one's checkpoints under it). The lock is flock(2) on <run>/.lock: a second open file of it is
+// refused even in the same process. Processes and kill -9: count24_app/a_second_writer_*.
+BOOST_AUTO_TEST_CASE(a_second_writer_is_refused_naming_the_holder_before_anything_changes) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "run";
+  {
+    RunDir first(dir);
+    first.log_metrics({{"step", 1}});
+    first.write_summary({{"x", 1}});
+    fs::create_directories(dir / "checkpoints" / "step-000000001");
+    for (const ExistingRun mode : {ExistingRun::Overwrite, ExistingRun::Append}) {
+      const std::string msg = error_of([&] { RunDir second(dir, mode); });
+      BOOST_TEST(msg.find("run folder '" + dir.string() + "' is in use by pid " + std::to_string(::getpid())) !=
+                     std::string::npos,
+                 msg);
+      BOOST_TEST(msg.find("test_apps") != std::string::npos, msg);  // the holder's command line
+      BOOST_TEST(msg.find(" UTC") != std::string::npos, msg);       // since when
+      BOOST_TEST(msg.find('\n') == std::string::npos, msg);
+    }
+    // Nothing of the first run was touched by the refused writers.
+    BOOST_TEST(fs::exists(dir / "summary.json"));
+    BOOST_TEST(fs::exists(dir / "checkpoints" / "step-000000001"));
+    BOOST_TEST(read_lines(dir / "metrics.jsonl").size() == 1u);
+    // A moved RunDir keeps the lock.
+    RunDir moved(std::move(first));
+    BOOST_TEST(error_of([&] { RunDir second(dir, ExistingRun::Append); }) != "");
+  }
+  // Released with its RunDir: the next writer gets the folder, and the lock file it leaves is
+  // not counted as a file of a run.
+  BOOST_CHECK_NO_THROW(RunDir(dir, ExistingRun::Append));
+  const fs::path only_lock = tmp.path() / "only_lock";
+  { RunDir run(only_lock); }
+  fs::remove(only_lock / "metrics.jsonl");
+  BOOST_CHECK_NO_THROW(RunDir(only_lock, ExistingRun::Refuse));
 }
 
 BOOST_AUTO_TEST_CASE(overwrite_restarts_append_continues) {

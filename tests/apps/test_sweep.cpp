@@ -4,7 +4,9 @@
 // x 2 seeds, a few steps) that writes its tables and figure, skips every run when re-run, and
 // continues a run that lost its summary (an interrupted run) with --resume; duplicate seeds or
 // grid values refused; SIGTERM and Ctrl-C (SIGINT to the process group) stopping a sweep and
-// its run in progress, and the same command finishing the grid afterwards.
+// its run in progress, and the same command finishing the grid afterwards; that a sweep folder
+// or a run folder another process holds is refused, naming it, with nothing written into it; and
+// that an empty path is an error, not "the default".
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <csignal>
@@ -16,12 +18,15 @@
 #include <optional>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "apps/common/folder_lock.h"
+#include "apps/common/run_dir.h"
 #include "apps/common/sweep.h"
 #include "apps/common/sweep_stats.h"
 #include "tests/test_support.h"
@@ -285,6 +290,62 @@ BOOST_AUTO_TEST_CASE(interrupted_sweep_stops_its_run_and_a_rerun_finishes_the_gr
   for (const fs::path& run : {seed1, seed2, seed3}) BOOST_TEST(fs::exists(run / "summary.json"), run);
   BOOST_TEST((fs::last_write_time(seed1 / "summary.json") == seed1_stamp));
   BOOST_TEST(read_text(out / "results.md").find("| base | 3 |") != std::string::npos, read_text(out / "results.md"));
+}
+
+// Issue 23 item 1 for the sweep: a sweep re-run while another sweep (or an orphan run of an earlier
+// one) still wrote the same folder ran into it, both writing one log.
+BOOST_AUTO_TEST_CASE(a_sweep_or_run_folder_in_use_is_refused_naming_the_holder) {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "tiny.yaml", out = tmp.path() / "out", log = tmp.path() / "log.txt";
+  std::ofstream(file) << "app: count24\n"
+                         "set: {train.steps: 20, train.log_every: 10, train.eval_every: 20, train.checkpoint_every: 20, "
+                         "data.train_size: 500, data.test_size: 100}\n"
+                         "metric: test_accuracy\n"
+                         "seeds: [1]\n"
+                         "arms:\n"
+                         "  - {name: a}\n";
+  const std::string args = file.string() + " --out " + out.string();
+  const std::string holder = fmt::format("is in use by pid {} on host ", ::getpid());
+  fs::create_directories(out);
+  {
+    FolderLock other_sweep(out, "sweep folder");
+    BOOST_TEST(run_sweep(args, log) == 1);
+    const std::string text = read_text(log);
+    BOOST_TEST(text.find("posgrad-sweep: error: sweep folder '" + out.string() + "' " + holder) != std::string::npos, text);
+    BOOST_TEST(!fs::exists(out / "a"));  // nothing ran
+    BOOST_TEST(run_sweep(args + " --dry-run", log) == 0);  // only reads
+  }
+  const fs::path seed = out / "a" / "seed-1";
+  {
+    RunDir orphan(seed);  // an earlier sweep's run, still writing
+    BOOST_TEST(run_sweep(args, log) == 1);
+    const std::string text = read_text(out / "a" / "seed-1.log");
+    BOOST_TEST(text.find("count24: error: run folder '" + seed.string() + "' " + holder) != std::string::npos, text);
+    BOOST_TEST(!fs::exists(seed / "config.yaml"));
+    BOOST_TEST(!fs::exists(seed / "summary.json"));
+  }
+  BOOST_TEST(run_sweep(args, log) == 0, read_text(log));  // once free, the run goes ahead
+  BOOST_TEST(fs::exists(seed / "summary.json"));
+}
+
+// Issue 23 item 8 for the sweep: `--out ""` silently used the file's own folder.
+BOOST_AUTO_TEST_CASE(empty_paths_are_errors) {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "tiny.yaml", default_out = tmp.path() / "default", log = tmp.path() / "log.txt";
+  std::ofstream(file) << "app: count24\n"
+                         "out: " << default_out.string() << "\n"
+                         "set: {train.steps: 2, data.train_size: 100, data.test_size: 50}\n"
+                         "metric: test_accuracy\n"
+                         "seeds: [1]\n"
+                         "arms:\n"
+                         "  - {name: a}\n";
+  for (const std::string& args : {file.string() + " --out ''", std::string("'' --out ") + (tmp.path() / "x").string()}) {
+    BOOST_TEST(run_sweep(args, log) != 0, args);
+    const std::string text = read_text(log);
+    BOOST_TEST(text.find("an empty path is not a folder or a file") != std::string::npos, args << ": " << text);
+  }
+  BOOST_TEST(!fs::exists(default_out));
+  BOOST_TEST(!fs::exists(tmp.path() / "x"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
