@@ -54,7 +54,9 @@ void declare(Settings& s, CharlmSettings& c) {
   s.add("model.span_ramp", c.model.span_ramp, "ramp length R of the soft mask").above(0);
   s.add("model.span_init", c.model.span_init, "initial c = z / S").at_least(0).at_most(1);
   s.add("model.span_loss", c.model.span_loss, "span loss coefficient lambda").at_least(0);
-  s.add("model.trim", c.model.trim, "cut keys to the layer's longest span + ramp (never changes numbers)");
+  s.add("model.trim", c.model.trim,
+        "cut keys to the layer's longest span + ramp (changes numbers only through the renormaliser's 1e-8: each "
+        "kept weight by < 1e-8 / the head's in-span mass; docs/experiments/charlm.md)");
   s.add("model.trim_granularity", c.model.trim_granularity, "trim in steps of this many keys").at_least(1);
   s.add("model.fused", c.model.fused,
         "attention on the fused path: each query visits only its window's keys (same numbers as the dense reference)");
