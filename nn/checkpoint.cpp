@@ -97,6 +97,12 @@ OptimizerState decode_optimizer_state(std::string_view bytes, const fs::path& pa
   return state;
 }
 
+// A name for Checkpoint::tensor_files: letters, digits and '_', not the checkpoint's own files.
+bool is_tensor_file_name(const std::string& name) {
+  return !name.empty() && name != "model" && name != "optimizer" &&
+         name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+}
+
 // Writes `bytes` to dir/name and returns what state.json records of it.
 json write_recorded(const fs::path& dir, const char* name, const std::string& bytes) {
   write_file_atomically(dir / name, bytes);
@@ -134,9 +140,7 @@ void save_checkpoint(const fs::path& dir, const Checkpoint& ckpt) {
   files[kOptimizerFile] =
       write_recorded(dir, kOptimizerFile, encode_optimizer_state(dir / kOptimizerFile, ckpt.optimizer, ckpt.step));
   for (const auto& [name, tensors] : ckpt.tensor_files) {
-    const bool plain = !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                              "0123456789_") == std::string::npos;
-    if (!plain || name == "model" || name == "optimizer")
+    if (!is_tensor_file_name(name))
       fail("save_checkpoint '{}': tensor file name '{}' must be letters, digits and '_', not model or optimizer",
            dir.string(), name);
     const std::string file = name + kTensorSuffix;
@@ -232,8 +236,10 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   for (const auto& [file, record] : files.items()) {
     if (file == kModelFile || file == kOptimizerFile) continue;
     const std::string suffix = kTensorSuffix;
-    if (file.size() <= suffix.size() || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
-      fail("checkpoint file '{}': lists '{}', which is not a .safetensors file", state_path.string(), file);
+    if (file.size() <= suffix.size() || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+        !is_tensor_file_name(file.substr(0, file.size() - suffix.size())))
+      fail("checkpoint file '{}': lists '{}', which is not a tensor file name (<letters, digits, _>.safetensors)",
+           state_path.string(), file);
     const fs::path path = dir / file;
     SafetensorsContents contents = decode_safetensors(verified_bytes(file), path.string());
     const int64_t step = parse_int(meta(contents, "step", path), "metadata 'step'", path);

@@ -333,6 +333,15 @@ BOOST_AUTO_TEST_CASE(tensor_files_are_checked_like_the_model) {
   }
   ckpt.tensor_files["model"] = {};
   BOOST_CHECK_THROW(save_checkpoint(dir.path() / "clash", ckpt), Error);
+
+  // A state.json (with a valid checksum) naming a file outside the step folder is refused.
+  auto listed = nlohmann::ordered_json::parse(read_bytes(dir.path() / "ok" / "state.json"));
+  listed["files"]["../cache.safetensors"] = listed["files"]["cache.safetensors"];
+  listed.erase("crc32");
+  const std::string text = listed.dump();
+  listed["crc32"] = fmt::format("{:08x}", crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
+  write_text(dir.path() / "ok" / "state.json", listed.dump(2));
+  expect_error(dir.path() / "ok", "lists '../cache.safetensors', which is not a tensor file name");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
