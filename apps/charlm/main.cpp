@@ -15,12 +15,13 @@
 // and a linear warm-up, or AdamW with warm-up and cosine decay. Logged per step window: loss,
 // bpc, the average and largest span (ramp included, as the original logger), the share of
 // attention work against full attention (the dense product with S cached keys), each head's
-// span. Sampling decodes with a K/V cache: each new token costs O(window), not O(context). The run folder also holds
-// vocab.json (the character vocabulary, bytes in id order; every checkpoint holds it too, as the
-// model buffer vocab_bytes, which eval, sample and --resume read, with the data file's size and
-// CRC-32: eval warns and --resume stops when the file changed since; charlm_text.h) and figures/: span_mask.png (the
-// learned soft mask of every head against distance), spans.png (each head's span over
-// training) and learning_curves.png.
+// span. Sampling decodes with a K/V cache: each new token costs O(window), not O(context). The
+// run folder also holds vocab.json (the character vocabulary, bytes in id order, and the data
+// file's size and CRC-32; every checkpoint holds both too: the model buffer vocab_bytes and the
+// position's "data"), which eval, sample and --resume read (eval warns and --resume stops when
+// the data file changed since; charlm_text.h), and figures/: span_mask.png (the learned soft
+// mask of every head against distance), spans.png (each head's span over training) and
+// learning_curves.png. Each checkpoint also holds the cache the run continues from.
 //
 // Deliberately does not: tokenise beyond bytes or run on several devices.
 // Shapes: letters of shape_legend.h.
