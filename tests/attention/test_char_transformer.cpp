@@ -284,11 +284,9 @@ BOOST_DATA_TEST_CASE(trimming_changes_the_kept_weights_through_the_renormaliser,
   std::vector<double> table(static_cast<size_t>(D * S), 0.0);
   for (int64_t d = 9; d <= S; ++d) table[static_cast<size_t>(S - d)] = far_score * std::sqrt(static_cast<double>(D));
   const Variable key_pe(Tensor::from_vector(table, {D, S}));
-  std::vector<double> row(static_cast<size_t>(D), 0.0);
-  row[0] = 1.0;
-  auto rows = [&](int64_t n) {
-    std::vector<double> v;
-    for (int64_t i = 0; i < n; ++i) v.insert(v.end(), row.begin(), row.end());
+  auto rows = [&](int64_t n) {  // n rows of e_0
+    std::vector<double> v(static_cast<size_t>(n * D), 0.0);
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i * D)] = 1.0;
     return Tensor::from_vector(v, {1, n, D});
   };
   const Variable h(rows(M));
