@@ -20,6 +20,7 @@ namespace {
 constexpr const char* kModelFile = "model.safetensors";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
 constexpr const char* kStateFile = "state.json";
+constexpr const char* kTensorSuffix = ".safetensors";
 constexpr const char* kHyperPrefix = "hyper.";
 constexpr const char* kChecksumKey = "crc32";
 constexpr int64_t kVersion = 2;
@@ -96,6 +97,12 @@ OptimizerState decode_optimizer_state(std::string_view bytes, const fs::path& pa
   return state;
 }
 
+// A name for Checkpoint::tensor_files: letters, digits and '_', not the checkpoint's own files.
+bool is_tensor_file_name(const std::string& name) {
+  return !name.empty() && name != "model" && name != "optimizer" &&
+         name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+}
+
 // Writes `bytes` to dir/name and returns what state.json records of it.
 json write_recorded(const fs::path& dir, const char* name, const std::string& bytes) {
   write_file_atomically(dir / name, bytes);
@@ -132,6 +139,14 @@ void save_checkpoint(const fs::path& dir, const Checkpoint& ckpt) {
       encode_or_fail(dir / kModelFile, ckpt.model, {{"format", "posgrad-model"}, {"step", std::to_string(ckpt.step)}}));
   files[kOptimizerFile] =
       write_recorded(dir, kOptimizerFile, encode_optimizer_state(dir / kOptimizerFile, ckpt.optimizer, ckpt.step));
+  for (const auto& [name, tensors] : ckpt.tensor_files) {
+    if (!is_tensor_file_name(name))
+      fail("save_checkpoint '{}': tensor file name '{}' must be letters, digits and '_', not model or optimizer",
+           dir.string(), name);
+    const std::string file = name + kTensorSuffix;
+    files[file] = write_recorded(dir, file.c_str(),
+                                 encode_or_fail(dir / file, tensors, {{"step", std::to_string(ckpt.step)}}));
+  }
 
   json state;
   state["format"] = "posgrad-checkpoint";
@@ -178,8 +193,8 @@ Checkpoint load_checkpoint(const fs::path& dir) {
 
   // The tensor files: each must be exactly the bytes state.json recorded.
   const json& files = field(state, "files", is_obj, "an object");
-  auto verified_bytes = [&](const char* name) {
-    const json& record = field(files, name, is_obj, "an object");
+  auto verified_bytes = [&](const std::string& name) {
+    const json& record = field(files, name.c_str(), is_obj, "an object");
     const uint64_t size = field(record, "bytes", is_uint, "a non-negative integer").get<uint64_t>();
     const std::string crc = field(record, "crc32", is_str, "a string").get<std::string>();
     const fs::path path = dir / name;
@@ -216,6 +231,23 @@ Checkpoint load_checkpoint(const fs::path& dir) {
     fail("checkpoint '{}' is inconsistent: {} names optimizer '{}' but {} holds '{}'", dir.string(), kStateFile,
          kind, kOptimizerFile, ckpt.optimizer.kind);
   ckpt.model = std::move(model.tensors);
+
+  // The app's other tensor files: every other file state.json lists.
+  for (const auto& [file, record] : files.items()) {
+    if (file == kModelFile || file == kOptimizerFile) continue;
+    const std::string suffix = kTensorSuffix;
+    if (file.size() <= suffix.size() || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+        !is_tensor_file_name(file.substr(0, file.size() - suffix.size())))
+      fail("checkpoint file '{}': lists '{}', which is not a tensor file name (<letters, digits, _>.safetensors)",
+           state_path.string(), file);
+    const fs::path path = dir / file;
+    SafetensorsContents contents = decode_safetensors(verified_bytes(file), path.string());
+    const int64_t step = parse_int(meta(contents, "step", path), "metadata 'step'", path);
+    if (step != ckpt.step)
+      fail("checkpoint '{}' is inconsistent (a save was interrupted?): {} is from step {}, {} from step {}",
+           dir.string(), kStateFile, ckpt.step, file, step);
+    ckpt.tensor_files[file.substr(0, file.size() - suffix.size())] = std::move(contents.tensors);
+  }
   return ckpt;
 }
 

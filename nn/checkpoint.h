@@ -2,10 +2,12 @@
 //   model.safetensors      the model's named tensors (metadata: step)
 //   optimizer.safetensors  the optimizer's buffers (metadata: kind, step and hyperparameters,
 //                          doubles written in shortest round-trip form, so they load bit-exact)
+//   <name>.safetensors     more tensors the app keeps with the step (Checkpoint::tensor_files,
+//                          e.g. a language model's cache; metadata: step)
 //   state.json             {"format": "posgrad-checkpoint", "version": 2, "step": N,
 //                           "rng": {"seed": S, "offset": O}, "optimizer": "<kind>",
 //                           "files": {"model.safetensors": {"bytes": n, "crc32": "1c291ca3"},
-//                                     "optimizer.safetensors": {...}},
+//                                     "optimizer.safetensors": {...}, "<name>.safetensors": ...},
 //                           "extra": {...}, "crc32": "<CRC-32 of this document without it>"}
 // Each file is written atomically (nn/atomic_file.h), state.json last. The three files are not
 // replaced as one unit, so a crash between them could leave a mix: every file records the step
@@ -29,6 +31,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "nn/optimizer.h"
@@ -43,13 +46,16 @@ struct Checkpoint {
   uint64_t rng_seed = 0;        // Generator::seed()
   uint64_t rng_offset = 0;      // Generator::offset()
   std::string extra_json = "{}";  // a JSON object the app owns (epoch, data position, ...)
+  // More tensor files the step needs, checked like the model file: name (letters, digits, '_',
+  // not "model" or "optimizer") -> the tensors of <name>.safetensors.
+  std::map<std::string, NamedTensors> tensor_files;
 };
 
-// Creates `dir` if needed and writes the three files. Throws Error naming the file on failure,
+// Creates `dir` if needed and writes the files. Throws Error naming the file on failure,
 // and for an extra_json that is not a JSON object.
 void save_checkpoint(const std::filesystem::path& dir, const Checkpoint& checkpoint);
 
-// Reads the three files, verifies their sizes and checksums and cross-checks their steps.
+// Reads the files, verifies their sizes and checksums and cross-checks their steps.
 // Throws Error naming the file and the problem.
 Checkpoint load_checkpoint(const std::filesystem::path& dir);
 

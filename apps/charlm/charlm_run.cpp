@@ -6,11 +6,14 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <cstdio>
 #include <numeric>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "apps/charlm/charlm_figures.h"
+#include "apps/charlm/charlm_text.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/progress.h"
 #include "apps/common/run_checkpoints.h"
@@ -54,7 +57,9 @@ void declare(Settings& s, CharlmSettings& c) {
   s.add("model.span_ramp", c.model.span_ramp, "ramp length R of the soft mask").above(0);
   s.add("model.span_init", c.model.span_init, "initial c = z / S").at_least(0).at_most(1);
   s.add("model.span_loss", c.model.span_loss, "span loss coefficient lambda").at_least(0);
-  s.add("model.trim", c.model.trim, "cut keys to the layer's longest span + ramp (never changes numbers)");
+  s.add("model.trim", c.model.trim,
+        "cut keys to the layer's longest span + ramp (changes numbers only through the renormaliser's 1e-8: each "
+        "kept weight by < 1e-8 / the head's in-span mass; docs/experiments/charlm.md)");
   s.add("model.trim_granularity", c.model.trim_granularity, "trim in steps of this many keys").at_least(1);
   s.add("model.fused", c.model.fused,
         "attention on the fused path: each query visits only its window's keys (same numbers as the dense reference)");
@@ -86,41 +91,6 @@ Device parse_device(const std::string& name) {
   return device;
 }
 
-std::filesystem::path resolve_data(const CharlmSettings& c) {
-  const std::filesystem::path p(c.data.path);
-  if (p.is_absolute() || std::filesystem::exists(p)) return p;
-  return find_data_dir(c.data.data_dir) / p;
-}
-
-CharVocab make_vocab(const CharlmSettings& c, const std::string& train_text) {
-  if (!c.data.bytes) return CharVocab::from_text(train_text);
-  std::string all(256, '\0');
-  for (int i = 0; i < 256; ++i) all[static_cast<size_t>(i)] = static_cast<char>(i);
-  return CharVocab::from_text(all);
-}
-
-// A byte as a reader sees it: 'a', '\n', 0xC3.
-std::string describe_byte(uint8_t b) {
-  if (b == '\n') return "'\\n'";
-  if (b == '\t') return "'\\t'";
-  if (b >= 32 && b < 127) return fmt::format("'{}'", static_cast<char>(b));
-  return fmt::format("byte 0x{:02X}", b);
-}
-
-Tensor encode_checked(const CharVocab& vocab, const std::string& text, const std::string& what) {
-  std::vector<int64_t> ids;
-  ids.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto b = static_cast<uint8_t>(text[i]);
-    if (!vocab.contains(b))
-      fail("{}: character {} at offset {} is not in the vocabulary of {} characters (built from the training split; "
-           "data.bytes: true accepts any byte)",
-           what, describe_byte(b), i, vocab.size());
-    ids.push_back(vocab.id(b));
-  }
-  return Tensor::from_vector(ids, {static_cast<int64_t>(ids.size())});
-}
-
 CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   CharTransformerConfig m;
   m.vocab = vocab;
@@ -144,42 +114,6 @@ CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   a.fused = c.model.fused;
   a.dropout = c.model.dropout;
   return m;
-}
-
-// The text of a run: the vocabulary (from the training split, or all bytes) and both splits.
-struct TextData {
-  CharVocab vocab;
-  Tensor train, val;  // int64 [L]
-  std::string name;
-};
-
-TextData load_text(const CharlmSettings& c) {
-  const std::filesystem::path path = resolve_data(c);
-  const CharCorpus corpus = CharCorpus::load(path, c.data.train_fraction);
-  TextData d;
-  d.name = path.filename().string();
-  const std::string train_text = corpus.text(TextSplit::Train);
-  std::string val_text = corpus.text(TextSplit::Val);
-  if (c.data.val_fraction > 0)  // e.g. enwik8/text8: 90M train, the next 5M dev, the last 5M test
-    val_text.resize(std::min(val_text.size(), static_cast<size_t>(c.data.val_fraction * static_cast<double>(corpus.size()))));
-  if (train_text.size() < 2)
-    fail("{}: the training split has {} character(s); a language model needs at least 2 (the file has {} bytes)",
-         path.string(), train_text.size(), corpus.size());
-  d.vocab = make_vocab(c, train_text);
-  d.train = encode_checked(d.vocab, train_text, fmt::format("the training split of {}", path.string()));
-  d.val = encode_checked(d.vocab, val_text, fmt::format("the validation split of {}", path.string()));
-  return d;
-}
-
-void write_vocab(RunDir& run, const CharVocab& vocab, bool bytes) {
-  nlohmann::json j{{"bytes", std::vector<int>(vocab.symbols().begin(), vocab.symbols().end())}, {"byte_mode", bytes}};
-  run.write_text("vocab.json", j.dump() + "\n");
-}
-
-// The checkpointed copy of the vocabulary: the bytes in id order, int64 [V].
-constexpr const char* kVocabBuffer = "vocab_bytes";
-Tensor vocab_tensor(const CharVocab& vocab) {
-  return Tensor::from_vector(std::vector<int64_t>(vocab.symbols().begin(), vocab.symbols().end()), {vocab.size()});
 }
 
 struct Score {
@@ -230,26 +164,35 @@ std::unique_ptr<LRSchedule> make_schedule(const CharlmSettings& c) {
   return std::make_unique<WarmupCosineLR>(c.train.lr, c.train.warmup, c.train.steps);
 }
 
-// The cache travels beside each checkpoint (checkpoints/cache-<step>.safetensors) so that a
-// resumed run continues with the same context; only the two newest are kept.
-std::filesystem::path cache_file(const RunDir& run, int64_t step) {
-  return run.checkpoint_path(fmt::format("cache-{:09d}.safetensors", step));
-}
+// The cache a step continues from travels in that step's checkpoint (TrainingPosition::
+// tensor_files: cache.safetensors in the step folder, checksummed with it), so a missing or
+// damaged cache makes --resume fall back to the checkpoint before, as any damaged file does.
+constexpr const char* kCacheFile = "cache";
 
-void save_cache(const RunDir& run, const LayerCache& cache, int64_t step) {
+NamedTensors cache_tensors(const LayerCache& cache) {
   NamedTensors tensors;
   for (size_t l = 0; l < cache.layers.size(); ++l)
     if (cache.layers[l].defined()) tensors.emplace_back(fmt::format("layer.{}", l), cache.layers[l]);
-  save_safetensors(cache_file(run, step), tensors, {{"layers", std::to_string(cache.layers.size())}});
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(run.path() / "checkpoints"))
-    if (e.path().filename().string().rfind("cache-", 0) == 0) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (size_t i = 0; i + 2 < files.size(); ++i) std::filesystem::remove(files[i]);
+  return tensors;
 }
 
-LayerCache load_cache(const RunDir& run, int64_t step, Device device) {
-  const auto path = cache_file(run, step);
+LayerCache cache_from_tensors(const NamedTensors& tensors, int64_t layers, Device device) {
+  LayerCache cache;
+  if (tensors.empty()) return cache;
+  cache.layers.resize(static_cast<size_t>(layers));
+  for (const auto& [name, tensor] : tensors) {
+    const std::string prefix = "layer.";
+    const int64_t l = name.rfind(prefix, 0) == 0 ? std::stoll(name.substr(prefix.size())) : -1;
+    if (l < 0 || l >= layers) fail("resume: the checkpoint's cache holds '{}', not a layer of {}", name, layers);
+    cache.layers[static_cast<size_t>(l)] = tensor.to(device);
+  }
+  return cache;
+}
+
+// Runs from before the cache joined the checkpoint kept it beside the step folders, in
+// checkpoints/cache-<step>.safetensors (metadata: layers).
+LayerCache load_cache_beside(const RunDir& run, int64_t step, Device device) {
+  const auto path = run.checkpoint_path(fmt::format("cache-{:09d}.safetensors", step));
   if (!std::filesystem::exists(path)) fail("resume: the cache of step {} ({}) is missing", step, path.string());
   const auto contents = load_safetensors(path);
   LayerCache cache;
@@ -261,26 +204,68 @@ LayerCache load_cache(const RunDir& run, int64_t step, Device device) {
   return cache;
 }
 
-// A model with the weights of a finished run; the vocabulary comes from the checkpoint itself.
-std::unique_ptr<CharTransformer> load_model(CharlmSettings& c, Settings& settings, const std::string& run_dir,
-                                            const std::string& which, CharVocab& vocab, Device& device) {
+// "<path> is not the text this run trained on (...)" when data.path's text differs from `then`;
+// "" when it is the same.
+std::string other_text(const CharlmSettings& c, const DataFingerprint& then) {
+  const DataFingerprint now = read_fingerprint(c);
+  if (now.same_text(then)) return "";
+  return fmt::format("{} is not the text this run trained on ({}; the run recorded {} of {})",
+                     resolve_data(c).string(), now.describe(), then.describe(), then.file);
+}
+
+void refuse_other_text(const CharlmSettings& c, const DataFingerprint& then) {
+  if (const std::string why = other_text(c, then); !why.empty())
+    fail("resume: {}: restore that file, or start a new run", why);
+}
+
+// A finished run, loaded for eval or sample.
+struct LoadedRun {
+  std::unique_ptr<CharTransformer> model;
+  CharVocab vocab;                            // the one the model learned
+  std::optional<DataFingerprint> trained_on;  // absent: an older run that did not record it
+  Device device = kCPU;
+};
+
+// The run's settings (its config.yaml, then the job's own from the command line), its checkpoint's
+// weights and the vocabulary the run trained on: the checkpoint's vocab_bytes, else vocab.json,
+// else (a run older than both) rebuilt from the data file, with a warning.
+LoadedRun load_run(CharlmSettings& c, Settings& settings, const JobSettings& job, const std::vector<std::string>& takes,
+                   const std::string& job_name, const std::string& run_dir, const std::string& which) {
   load_run_settings(settings, run_dir);
-  device = parse_device(c.device);
+  apply_job_settings(settings, job, takes, "charlm " + job_name);
+  LoadedRun run;
+  run.device = parse_device(c.device);
   const std::filesystem::path folder = run_checkpoint_folder(run_dir, which);
   const Checkpoint checkpoint = load_checkpoint(folder);
+  const TrainedOn recorded = read_vocab(run_dir);
   const auto stored = std::find_if(checkpoint.model.begin(), checkpoint.model.end(),
                                    [](const auto& entry) { return entry.first == kVocabBuffer; });
-  if (stored == checkpoint.model.end()) fail("{}: the checkpoint holds no '{}'", folder.string(), kVocabBuffer);
-  std::string symbols;
-  for (int64_t b : stored->second.to_vector<int64_t>()) symbols.push_back(static_cast<char>(b));
-  vocab = CharVocab::from_text(symbols);
+  if (stored != checkpoint.model.end()) {
+    run.vocab = vocab_from_tensor(stored->second);
+  } else if (recorded.vocab) {
+    run.vocab = *recorded.vocab;
+  } else {
+    const std::filesystem::path data = resolve_data(c);
+    run.vocab = load_text(c).vocab;
+    fmt::print(stderr,
+               "charlm {}: warning: {} stores no vocabulary (a run from before vocab.json); it is rebuilt from {}, "
+               "which gives the ids the model learned only if that file is unchanged since training\n",
+               job_name, run_dir, data.string());
+  }
+  try {
+    const nlohmann::json position = nlohmann::json::parse(checkpoint.extra_json).value("extra", nlohmann::json::object());
+    if (position.contains(kDataKey)) run.trained_on = fingerprint_from_json(position.at(kDataKey));
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: the checkpoint's training position is damaged: {}", folder.string(), e.what());
+  }
+  if (!run.trained_on) run.trained_on = recorded.data;
   Generator gen(static_cast<uint64_t>(c.seed));
-  auto model = std::make_unique<CharTransformer>(model_config(c, vocab.size()), gen);
-  model->register_buffer(kVocabBuffer, vocab_tensor(vocab));
-  model->load_state_dict(checkpoint.model);
-  model->to(device);
-  model->eval();
-  return model;
+  run.model = std::make_unique<CharTransformer>(model_config(c, run.vocab.size()), gen);
+  if (stored != checkpoint.model.end()) run.model->register_buffer(kVocabBuffer, vocab_tensor(run.vocab));
+  run.model->load_state_dict(checkpoint.model);
+  run.model->to(run.device);
+  run.model->eval();
+  return run;
 }
 
 }  // namespace
@@ -288,7 +273,16 @@ std::unique_ptr<CharTransformer> load_model(CharlmSettings& c, Settings& setting
 void train(const CharlmSettings& c, const Settings& settings, const TrainRequest& request) {
   const auto seed = static_cast<uint64_t>(c.seed);
   const Device device = parse_device(c.device);
-  const TextData data = load_text(c);
+  // A resumed run reads the text it trained on, with the vocabulary it learned (vocab.json).
+  TrainedOn trained_on;
+  if (request.resume) {
+    trained_on = read_vocab(request.out_dir);
+    if (trained_on.data) refuse_other_text(c, *trained_on.data);
+    if (!trained_on.vocab)
+      fmt::print(stderr, "charlm: warning: {} has no vocab.json (an older run); the vocabulary is rebuilt from {}\n",
+                 request.out_dir.string(), resolve_data(c).string());
+  }
+  const TextData data = load_text(c, trained_on.vocab ? &*trained_on.vocab : nullptr);
   const int64_t eval_segment = c.eval.segment > 0 ? c.eval.segment : c.train.segment;
   TextStreams streams(data.train, c.train.batch_size, c.train.segment, "the training split of " + data.name);
   // Checked before any work: the validation split must hold one evaluation block per stream.
@@ -303,7 +297,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
   const auto schedule = make_schedule(c);
 
   RunDir run = open_run_dir(request, settings);
-  write_vocab(run, data.vocab, c.data.bytes);
+  if (!request.resume) write_vocab(run, data, c.data.bytes);
   RunCheckpoints checkpoints(run, model, *opt, gen, {.metric = "val_loss", .higher_is_better = false});
   TrainingPosition at;
   LayerCache cache;
@@ -327,8 +321,20 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     at = checkpoints.restore_latest();
     run.drop_metrics_after(at.step);
     for (const auto& r : run.read_metrics()) remember(r);
+    // The checkpoint's own record of the text and the vocabulary (vocab.json may be missing).
+    if (at.extra.contains(kDataKey)) refuse_other_text(c, fingerprint_from_json(at.extra.at(kDataKey)));
+    else if (!trained_on.data)
+      fmt::print(stderr, "charlm: warning: {} does not record the data file it trained on (an older run); {} cannot "
+                 "be checked against it\n", request.out_dir.string(), data.path.string());
+    for (const auto& [name, buffer] : model.named_buffers())
+      if (name == kVocabBuffer && vocab_from_tensor(buffer.value()).symbols() != data.vocab.symbols())
+        fail("resume: the checkpoint's vocabulary ({} characters) is not the one {} (vocab.json or the data file) "
+             "gives ({} characters)", vocab_from_tensor(buffer.value()).size(), request.out_dir.string(),
+             data.vocab.size());
     streams.set_position(at.extra.at("stream_position").get<int64_t>());
-    cache = load_cache(run, at.step, device);
+    const auto kept = at.tensor_files.find(kCacheFile);
+    cache = kept != at.tensor_files.end() ? cache_from_tensors(kept->second, model.num_layers(), device)
+                                          : load_cache_beside(run, at.step, device);
   }
   double window_loss = at.extra.value("window_loss", 0.0);
   int64_t window_steps = at.extra.value("window_steps", int64_t{0});
@@ -344,6 +350,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     return start_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
   Progress progress(c.train.steps, "train");
+  progress.start_at(at.step);  // updates come every train.log_every steps
   bool out_of_time = false;
   while (at.step < c.train.steps && !out_of_time) {
     const auto segment = streams.next(gen);
@@ -366,6 +373,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     ++window_steps;
     out_of_time = c.train.max_minutes > 0 && elapsed() >= 60.0 * c.train.max_minutes;
     const bool last = at.step == c.train.steps || out_of_time;
+    std::optional<double> evaluated;  // this step's validation loss
 
     if (at.step % c.train.log_every == 0 || last) {
       const double mean_loss = window_loss / static_cast<double>(window_steps);
@@ -384,7 +392,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
         record["val_loss"] = v.loss;
         record["val_bpc"] = v.bpc;
         record["val_tokens"] = v.tokens;
-        checkpoints.offer_best(at, v.loss);
+        evaluated = v.loss;
         progress.print(fmt::format("step {}: val_loss {:.4f} nats ({:.4f} bpc), span avg {:.0f} max {:.0f}, {:.0f} s",
                                    at.step, v.loss, v.bpc, model.average_span(), model.largest_span(), elapsed()));
       }
@@ -394,14 +402,19 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
       window_loss = 0;
       window_steps = 0;
     }
-    if (at.step % c.train.checkpoint_every == 0 || last) {
+    // Where the run stands, for a checkpoint of this step (the latest, or the best: either may
+    // be the one a resume falls back to).
+    const bool save = at.step % c.train.checkpoint_every == 0 || last;
+    if (save || evaluated) {
       at.extra = nlohmann::json::object({{"window_loss", window_loss},
                                          {"window_steps", window_steps},
                                          {"stream_position", streams.position()},
-                                         {"train_seconds", elapsed()}});
-      save_cache(run, cache, at.step);
-      checkpoints.save(at);
+                                         {"train_seconds", elapsed()},
+                                         {kDataKey, to_json(data.data)}});
+      at.tensor_files = {{kCacheFile, cache_tensors(cache)}};
     }
+    if (evaluated) checkpoints.offer_best(at, *evaluated);
+    if (save) checkpoints.save(at);
   }
   progress.finish();
   train_seconds = elapsed();
@@ -435,33 +448,44 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
   fmt::print("summary: {}\n", run.summary_path().string());
 }
 
-void evaluate_run(CharlmSettings& c, Settings& settings, const std::string& run_dir, const std::string& which,
-                  const std::string& file) {
-  CharVocab vocab;
-  Device device = kCPU;
-  auto model = load_model(c, settings, run_dir, which, vocab, device);
+// The settings eval and sample take from the command line; the rest come from the run.
+const std::vector<std::string> kEvalTakes{"device", "data.path", "data.data_dir", "eval.", "model.fused", "model.trim"};
+const std::vector<std::string> kSampleTakes{"device", "model.fused"};
+
+void evaluate_run(CharlmSettings& c, Settings& settings, const JobSettings& job, const std::string& run_dir,
+                  const std::string& which, const std::string& file) {
+  const LoadedRun run = load_run(c, settings, job, kEvalTakes, "eval", run_dir, which);
   const int64_t segment = c.eval.segment > 0 ? c.eval.segment : c.train.segment;
   Tensor tokens;
   std::string what;
   if (file.empty()) {
-    const TextData data = load_text(c);
+    if (!run.trained_on)
+      fmt::print(stderr, "charlm eval: warning: {} does not record the data file it trained on (an older run); "
+                 "{} cannot be checked against it\n", run_dir, resolve_data(c).string());
+    else if (const std::string why = other_text(c, *run.trained_on); !why.empty())
+      fmt::print(stderr, "charlm eval: warning: {}; scoring its validation split with the run's vocabulary\n", why);
+    const TextData data = load_validation(c, run.vocab);
     tokens = data.val;
     what = "the validation split of " + data.name;
   } else {
     const CharCorpus corpus = CharCorpus::load(file, 1.0);
     what = file;
-    tokens = encode_checked(vocab, corpus.text(TextSplit::Train), file);
+    tokens = encode_checked(run.vocab, corpus.text(TextSplit::Train), file);
   }
-  const Score s = full_eval(*model, tokens, c.eval.batch, segment, 0, device, what);
+  const Score s = full_eval(*run.model, tokens, c.eval.batch, segment, 0, run.device, what);
   fmt::print("{} checkpoint of {} on {}: loss {:.4f} nats/char, {:.4f} bpc ({} characters scored in {} streams of "
              "blocks of {})\n",
              which, run_dir, what, s.loss, s.bpc, s.tokens, c.eval.batch, segment);
 }
 
-void sample_run(CharlmSettings& c, Settings& settings, const SampleRequest& request) {
-  CharVocab vocab;
-  Device device = kCPU;
-  auto model = load_model(c, settings, request.run_dir, request.which, vocab, device);
+void sample_run(CharlmSettings& c, Settings& settings, const JobSettings& job, const SampleRequest& request) {
+  if (!request.figure.empty() && request.tokens < 2)
+    fail("sample --figure needs --tokens 2 or more: the figure shows the attention of each generated character fed "
+         "back to the model, and the last one never is (--tokens {})", request.tokens);
+  const LoadedRun run = load_run(c, settings, job, kSampleTakes, "sample", request.run_dir, request.which);
+  CharTransformer* model = run.model.get();
+  const CharVocab& vocab = run.vocab;
+  const Device device = run.device;
   if (request.prompt.empty()) fail("sample: the prompt is empty; give at least one character (e.g. --prompt $'\\n')");
   const Tensor prompt = encode_checked(vocab, request.prompt, "the prompt");
   NoGradGuard no_grad;
@@ -472,7 +496,10 @@ void sample_run(CharlmSettings& c, Settings& settings, const SampleRequest& requ
   // token projects only itself and attends over W_l keys per layer (O(window), not O(context)).
   Tensor logits = model->forward_incremental(prompt.reshape({1, P}).to(device), cache, unused).value().to(kCPU);
   std::vector<double> last = logits.narrow(1, P - 1, 1).reshape({V}).to_vector<double>();
-  std::vector<int64_t> out;
+  // The text goes out as it is generated (the prompt, then each character, flushed), so a sample
+  // stopped early keeps what it wrote.
+  std::fwrite(request.prompt.data(), 1, request.prompt.size(), stdout);
+  std::fflush(stdout);
   std::vector<size_t> order(static_cast<size_t>(V));
   // For --figure: each layer's attention at every generation step (kept for the last 40 steps).
   const bool draw = !request.figure.empty();
@@ -500,7 +527,8 @@ void sample_run(CharlmSettings& c, Settings& settings, const SampleRequest& requ
       u -= weights[i];
     }
     const auto id = static_cast<int64_t>(order[pick]);
-    out.push_back(id);
+    std::fputc(vocab.symbol(id), stdout);
+    std::fflush(stdout);
     if (t + 1 == request.tokens) break;
     logits = model->forward_incremental(Tensor::from_vector(std::vector<int64_t>{id}, {1, 1}).to(device), cache, unused)
                  .value()
@@ -514,7 +542,7 @@ void sample_run(CharlmSettings& c, Settings& settings, const SampleRequest& requ
       attention.push_back(std::move(layers));
     }
   }
-  fmt::print("{}{}\n", request.prompt, vocab.decode(out));
+  std::fputc('\n', stdout);
   std::fflush(stdout);
   if (draw) {
     if (model->config().attention.attend_self)

@@ -1,6 +1,6 @@
 // The charlm jobs (see main.cpp): its settings, the training loop, the full-eval protocol and
-// sampling. Deliberately not here: the figures (charlm_figures.h) and the model itself
-// (attention/lm/char_transformer.h).
+// sampling. Deliberately not here: the figures (charlm_figures.h), the text and the record of
+// what a run trained on (charlm_text.h) and the model itself (attention/lm/char_transformer.h).
 // Shapes: letters of shape_legend.h.
 #pragma once
 
@@ -66,8 +66,11 @@ struct CharlmSettings {
 void declare(apps::Settings& s, CharlmSettings& c);
 
 void train(const CharlmSettings& c, const apps::Settings& settings, const apps::TrainRequest& request);
-void evaluate_run(CharlmSettings& c, apps::Settings& settings, const std::string& run_dir, const std::string& which,
-                  const std::string& file);
+// eval and sample read a finished run: its config.yaml, then the settings `job` gives that concern
+// them (eval: device, data.path, data.data_dir, eval.*, model.fused, model.trim; sample: device,
+// model.fused; the others are named and ignored), its checkpoint and the vocabulary it trained on.
+void evaluate_run(CharlmSettings& c, apps::Settings& settings, const apps::JobSettings& job, const std::string& run_dir,
+                  const std::string& which, const std::string& file);
 
 struct SampleRequest {
   std::string run_dir, which = "best", prompt = "\n";
@@ -77,6 +80,6 @@ struct SampleRequest {
   int64_t seed = 1;
   std::string figure;  // PNG of the attention while the last characters were generated ("" = none)
 };
-void sample_run(CharlmSettings& c, apps::Settings& settings, const SampleRequest& request);
+void sample_run(CharlmSettings& c, apps::Settings& settings, const apps::JobSettings& job, const SampleRequest& request);
 
 }  // namespace posgrad::charlm

@@ -4,19 +4,24 @@
 //   charlm train --resume RUN            continues a stopped run exactly
 //   charlm eval RUN [--file TEXT]         the paper's full-eval protocol on the validation split
 //                                         (or on any text file): loss in nats and bits per char
+//                                         [-Deval.batch=N]... (eval and sample take -D and --config
+//                                         before or after the job: the settings that concern them)
 //   charlm sample --checkpoint RUN --prompt "ROMEO:" --tokens 500 --temperature 0.8 --top-k 40 --seed 1
-//                 [--figure F.png]      (the attention of the last 40 generated characters)
+//                 [--figure F.png]      (the attention of the last 40 generated characters;
+//                                         the text is written as it is generated)
 // Training follows the paper: contiguous streams (datasets/text_streams.h) with the cache of
 // previous layer inputs carried and zeroed when the data wraps; loss = mean NLL (nats) + span
 // loss; the spans are clamped after every optimizer step; Adagrad with the per-tensor step clip
 // and a linear warm-up, or AdamW with warm-up and cosine decay. Logged per step window: loss,
 // bpc, the average and largest span (ramp included, as the original logger), the share of
 // attention work against full attention (the dense product with S cached keys), each head's
-// span. Sampling decodes with a K/V cache: each new token costs O(window), not O(context). The run folder also holds
-// vocab.json (the character vocabulary, bytes in id order; every checkpoint holds it too, as the
-// model buffer vocab_bytes, which eval and sample read) and figures/: span_mask.png (the
-// learned soft mask of every head against distance), spans.png (each head's span over
-// training) and learning_curves.png.
+// span. Sampling decodes with a K/V cache: each new token costs O(window), not O(context). The
+// run folder also holds vocab.json (the character vocabulary, bytes in id order, and the data
+// file's size and CRC-32; every checkpoint holds both too: the model buffer vocab_bytes and the
+// position's "data"), which eval, sample and --resume read (eval warns and --resume stops when
+// the data file changed since; charlm_text.h), and figures/: span_mask.png (the learned soft
+// mask of every head against distance), spans.png (each head's span over training) and
+// learning_curves.png. Each checkpoint also holds the cache the run continues from.
 //
 // Deliberately does not: tokenise beyond bytes or run on several devices.
 // Shapes: letters of shape_legend.h.
@@ -43,14 +48,14 @@ int main(int argc, char** argv) {
 
   std::string run_dir, which = "best", file;
   CLI::App& eval_job = cli.add_job("eval", "full-eval protocol (8 streams, cache carried) on the validation split or a file",
-                                   [&] { evaluate_run(c, settings, run_dir, which, file); });
+                                   [&](const JobSettings& job) { evaluate_run(c, settings, job, run_dir, which, file); });
   refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
   eval_job.add_option("--checkpoint", which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
   refuse_empty(eval_job.add_option("--file", file, "score this text file instead of the validation split"));
 
   SampleRequest sample;
   CLI::App& sample_job = cli.add_job("sample", "generate text from a trained run, one token at a time",
-                                     [&] { sample_run(c, settings, sample); });
+                                     [&](const JobSettings& job) { sample_run(c, settings, job, sample); });
   refuse_empty(sample_job.add_option("--checkpoint", sample.run_dir, "the run folder"))->required();
   sample_job.add_option("--which", sample.which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
   sample_job.add_option("--prompt", sample.prompt, "text to start from (every character must be in the vocabulary)");

@@ -108,7 +108,15 @@ void AppCommandLine::on_train(std::function<void(const TrainRequest&)> body) {
 
 CLI::App& AppCommandLine::add_job(const std::string& name, const std::string& description, std::function<void()> body) {
   CLI::App* job = app_->add_subcommand(name, description);
-  jobs_.emplace_back(job, std::move(body));
+  jobs_.push_back({job, [body = std::move(body)](const JobSettings&) { body(); }, false});
+  return *job;
+}
+
+CLI::App& AppCommandLine::add_job(const std::string& name, const std::string& description,
+                                  std::function<void(const JobSettings&)> body) {
+  CLI::App* job = app_->add_subcommand(name, description);
+  job->fallthrough();  // --config and -D after the job's name are the app's options
+  jobs_.push_back({job, std::move(body), true});
   return *job;
 }
 
@@ -125,14 +133,20 @@ int AppCommandLine::run(int argc, const char* const* argv) {
     return 2;
   }
   try {
-    for (auto& [job, body] : jobs_)
-      if (job->parsed()) {
-        if (!out_.empty() || overwrite_ || !resume_.empty())  // options of training, not silently ignored
-          fail("--out, --overwrite and --resume are options of training; the {} job writes no run folder of its own",
-               job->get_name());
-        body();
-        return 0;
-      }
+    for (const Job& job : jobs_) {
+      if (!job.app->parsed()) continue;
+      const std::string& job_name = job.app->get_name();
+      if (!out_.empty() || overwrite_ || !resume_.empty())
+        fail("--out, --overwrite and --resume are options of training; the {} job writes no run folder of its own",
+             job_name);
+      JobSettings given;
+      if (!job.takes_settings && (!presets_.empty() || !overrides_.empty()))
+        fail("{} takes no --config or -D: it reads the settings of the run it uses", job_name);
+      for (const std::string& p : presets_) given.presets.push_back(resolve_preset(p));
+      given.overrides = overrides_;
+      job.body(given);
+      return 0;
+    }
     POSGRAD_CHECK(train_body_, "{}: no job to run", name_);
     TrainRequest request;
     request.command = quoted_command(argc, argv);

@@ -3,6 +3,8 @@
 //   app [train] [--config FILE]... [-Dkey=value]... [--out DIR] [--overwrite]
 //   app [train] --resume RUN_DIR
 //   app <job> ...                        (jobs the app adds: eval, sample, ...)
+//   app [--config FILE]... [-Dkey=value]... <job> ... [--config FILE]... [-Dkey=value]...
+//                                        (a job that reads a run's settings: job_settings.h)
 //   app --help                           (every option, then every setting: type, default, help)
 //
 // The settings of a training run are, in order: the app's declared defaults (settings.h), each
@@ -10,6 +12,9 @@
 // each -D override. --resume RUN_DIR instead reads RUN_DIR/config.yaml and continues that run in
 // that folder (it cannot be combined with --config or -D: a resumed run keeps its settings).
 // Without --out the run folder is runs/<app>/<date-time>.
+// Another job takes --config and -D, before or after its name, only when it was added with a
+// JobSettings body (it applies them itself, over the settings of the run it reads); any other
+// job refuses them, and every job refuses --out, --overwrite and --resume (training's options).
 //
 // An empty path ("--out ''", "--resume \"$UNSET\"") is a usage error, never read as "not given":
 // every path option of the apps and of posgrad-sweep passes through refuse_empty().
@@ -29,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/job_settings.h"
 #include "apps/common/settings.h"
 
 namespace CLI {
@@ -69,6 +75,10 @@ class AppCommandLine {
   void on_train(std::function<void(const TrainRequest&)> body);
   // Another job: `app <name> ...`. Add its options to the returned CLI11 app before run().
   CLI::App& add_job(const std::string& name, const std::string& description, std::function<void()> body);
+  // A job that takes settings: the --config files (resolved) and -D assignments given before or
+  // after its name reach `body`, which applies them (apply_job_settings).
+  CLI::App& add_job(const std::string& name, const std::string& description,
+                    std::function<void(const JobSettings&)> body);
 
   int run(int argc, const char* const* argv);
 
@@ -78,7 +88,12 @@ class AppCommandLine {
   std::unique_ptr<CLI::App> app_;
   CLI::App* train_ = nullptr;
   std::function<void(const TrainRequest&)> train_body_;
-  std::vector<std::pair<CLI::App*, std::function<void()>>> jobs_;
+  struct Job {
+    CLI::App* app;
+    std::function<void(const JobSettings&)> body;
+    bool takes_settings;
+  };
+  std::vector<Job> jobs_;
   std::vector<std::string> presets_, overrides_;
   std::string out_, resume_;
   bool overwrite_ = false;

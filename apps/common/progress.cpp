@@ -78,6 +78,12 @@ double Progress::rate() const {
   return *mid > 0 ? 1.0 / *mid : 0.0;
 }
 
+void Progress::start_at(int64_t steps_done) {
+  first_step_ = steps_done + 1;
+  step_ = steps_done;
+  last_update_ = now();
+}
+
 void Progress::update(int64_t step, const Metrics& metrics) {
   if (finished_) return;
   constexpr size_t kRateWindow = 63;

@@ -48,6 +48,10 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
+  // The steps done before this process's loop (a resumed run: the restored step; 0: a fresh run).
+  // Call it before the first update when updates come every few steps: otherwise the first
+  // update is taken as this process's first step.
+  void start_at(int64_t steps_done);
   // `step` is the number of steps done (1..total). `metrics` are shown as "name value".
   void update(int64_t step, const Metrics& metrics = {});
   // Prints a message on its own line without breaking the progress line.

@@ -106,6 +106,7 @@ void RunCheckpoints::write_step(const TrainingPosition& at) {
   ck.optimizer = optimizer_.state();
   ck.rng_seed = generator_.seed();
   ck.rng_offset = generator_.offset();
+  ck.tensor_files = at.tensor_files;
   nlohmann::json state{{"epoch", at.epoch}, {"batch_in_epoch", at.batch_in_epoch}, {"extra", at.extra}};
   if (best_) state["best"] = {{"metric", options_.metric}, {"value", *best_}, {"step", best_step_}};
   ck.extra_json = state.dump();
@@ -201,6 +202,7 @@ TrainingPosition RunCheckpoints::restore_from(const fs::path& folder) {
   const Checkpoint ck = load_checkpoint(folder);
   TrainingPosition at;
   at.step = ck.step;
+  at.tensor_files = ck.tensor_files;
   std::optional<double> best;
   int64_t best_step = -1;
   try {

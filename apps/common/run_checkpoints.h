@@ -15,8 +15,8 @@
 // temporaries): a run holds at most three step folders (four while saving).
 //
 // restore_latest() loads the folder `latest` names. When that fails (no `latest` file, a corrupt
-// pointer, a missing folder, a checksum error, files that disagree, tensors that do not fit the
-// model) it says so on stderr, naming the file and the problem, and tries the other step folders,
+// pointer, a missing folder, a checksum error (the app's tensor files included), files that
+// disagree, tensors that do not fit the model) it says so on stderr, naming the file and the problem, and tries the other step folders,
 // newest first; it throws, listing every folder it tried and why, only when none loads. After a
 // fallback `latest` is pointed at the folder it restored.
 //
@@ -42,12 +42,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "nn/module.h"
+#include "nn/safetensors.h"
 #include "nn/optimizer.h"
 #include "tensor/random.h"
 
@@ -61,6 +63,10 @@ struct TrainingPosition {
   int64_t epoch = 0;           // the epoch being read
   int64_t batch_in_epoch = 0;  // batches of that epoch already used
   nlohmann::json extra = nlohmann::json::object();  // anything else the app needs to continue
+  // Tensors the app needs to continue beyond the model's (a language model's cache): saved in
+  // the step folder as <name>.safetensors and checksummed with it (nn/checkpoint.h), so a
+  // missing or damaged one makes restore_latest() fall back like any other damaged file.
+  std::map<std::string, NamedTensors> tensor_files;
 
   void next_epoch() {
     ++epoch;

@@ -34,9 +34,11 @@ int64_t AdaptiveSpan::kept_distance() const {
 
 // The spec trims in steps of 64 keys ("for the memory management") and only ever removes keys
 // whose mask is exactly 0 for every head. We trim exactly, to the last key any head can see. The
-// two give the same probabilities up to the renormaliser's epsilon: a trimmed key has p m = 0, so
-// it changes only the softmax normaliser Z, which the pipeline's p m / (sum p m + 1e-8) sees as
-// e m / (sum e m + 1e-8 Z) - a relative difference of order 1e-8, never visible in float32.
+// two differ only through the renormaliser's epsilon: a trimmed key has p m = 0, so it changes
+// only the softmax normaliser Z, which the pipeline's p m / (sum p m + 1e-8) sees as
+// e m / (sum e m + 1e-8 Z): each kept weight changes by a relative amount below 1e-8 / q, q the
+// head's in-span mass (sum p m over all keys). Negligible while q is large; visible (1e-3 and
+// more) when the keys beyond the span take nearly all the softmax mass (q ~ 1e-6).
 std::optional<OffsetBox> AdaptiveSpan::key_range(const Positions& positions) const {
   check_positions(positions);
   return OffsetBox{{-kept_distance()}, {-1}};

@@ -1,10 +1,14 @@
 // End-to-end tests of the charlm app (apps/charlm): runs the built executable with a tiny model on
 // a small text and checks what it wrote (summary, metrics with spans and the attention share,
 // figures, vocab.json), the eval and sample jobs, that sampling is deterministic per seed, that
-// --resume from a checkpoint repeats the uninterrupted run exactly, and that bad input (an empty
-// or one-character file, a segment longer than the data, an unknown character) is a clear error;
-// that eval and sample refuse a checkpoint pointer that leads out of the run; and that training
-// into a folder another process holds is refused, naming it.
+// --resume from a checkpoint repeats the uninterrupted run exactly (also when the latest
+// checkpoint's cache file is missing or truncated: it falls back to the one before), that eval,
+// sample and resume use the vocabulary the run trained on and say when the data file changed
+// since, that eval and sample take their settings (-D, --config) before or after the job's name,
+// that sample writes each character as it comes, and that bad input (an empty or one-character
+// file, a segment longer than the data, an unknown character) is a clear error; that eval and
+// sample refuse a checkpoint pointer that leads out of the run; and that training into a folder
+// another process holds is refused, naming it.
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
 #include <cstdlib>
@@ -16,6 +20,7 @@
 #include <sys/wait.h>
 
 #include "apps/common/run_dir.h"
+#include "nn/checkpoint.h"
 #include "tests/apps/app_process.h"
 #include "tests/test_support.h"
 
@@ -54,6 +59,27 @@ std::string tiny(const fs::path& data) {
 
 std::vector<nlohmann::json> metrics_without_time(const fs::path& run_dir) {
   return posgrad::test::metrics_without(run_dir, {"time_s", "train_seconds"});
+}
+
+// Every letter moved one on (a -> b, ..., z -> a): the same symbols, so a vocabulary rebuilt from
+// the new text has the old size and gives the new text the old ids.
+std::string shift_letters(std::string text) {
+  for (char& ch : text)
+    if (ch >= 'a' && ch <= 'z') ch = static_cast<char>('a' + (ch - 'a' + 1) % 26);
+  return text;
+}
+
+// Every byte one higher: a vocabulary rebuilt from the new text gives it exactly the old ids.
+std::string shift_bytes(std::string text) {
+  for (char& ch : text) ch = static_cast<char>(ch + 1);
+  return text;
+}
+
+// The loss an eval job printed ("... loss 2.1234 nats/char ...").
+double printed_loss(const std::string& log) {
+  const size_t at = log.find(": loss ");
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, "no loss in:\n" << log);
+  return std::stod(log.substr(at + 7));
 }
 }  // namespace
 
@@ -115,11 +141,173 @@ BOOST_AUTO_TEST_CASE(resume_repeats_the_uninterrupted_run) {
   write_file(b / "checkpoints" / "best", "step-000000004\n");
   const int rc = run("train --resume " + b.string(), tmp.path() / "b.txt");
   BOOST_REQUIRE_MESSAGE(rc == 0, read_text(tmp.path() / "b.txt"));
+  // The done line counts the steps this process ran.
+  BOOST_TEST(read_text(tmp.path() / "b.txt").find("train done: 4 steps (steps 5-8)") != std::string::npos);
   const auto ma = metrics_without_time(a), mb = metrics_without_time(b);
   BOOST_REQUIRE_EQUAL(ma.size(), mb.size());
   for (size_t i = 0; i < ma.size(); ++i) BOOST_TEST(ma[i].dump() == mb[i].dump(), "record " << i);
   const auto sa = nlohmann::json::parse(read_text(a / "summary.json")), sb = nlohmann::json::parse(read_text(b / "summary.json"));
   BOOST_TEST(sa.at("val_loss").get<double>() == sb.at("val_loss").get<double>());
+}
+
+// The cache a step's checkpoint continues from is part of that checkpoint: when the latest one's
+// cache file is missing or truncated, --resume falls back to the checkpoint before and still
+// repeats the uninterrupted run exactly.
+BOOST_AUTO_TEST_CASE(resume_falls_back_when_a_cache_file_is_broken) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", a = tmp.path() / "a";
+  write_file(data, sample_text());
+  BOOST_REQUIRE_EQUAL(run("train " + tiny(data) + " -Dtrain.steps=8 --out " + a.string(), tmp.path() / "a.txt"), 0);
+  for (const std::string damage : {"missing", "truncated"}) {
+    const fs::path b = tmp.path() / damage;
+    fs::copy(a, b, fs::copy_options::recursive);
+    // Where the cache of step 8 lives: in its step folder (before: beside it, in checkpoints/).
+    fs::path cache;
+    for (const fs::path& p : {b / "checkpoints" / "step-000000008" / "cache.safetensors",
+                              b / "checkpoints" / "cache-000000008.safetensors"})
+      if (fs::exists(p)) cache = p;
+    BOOST_REQUIRE_MESSAGE(!cache.empty(), "no cache file of step 8 in " << b / "checkpoints");
+    if (damage == "missing") fs::remove(cache);
+    else fs::resize_file(cache, fs::file_size(cache) / 2);
+    const fs::path log = tmp.path() / (damage + ".txt");
+    BOOST_REQUIRE_MESSAGE(run("train --resume " + b.string(), log) == 0, damage << ":\n" << read_text(log));
+    const std::string text = read_text(log);
+    BOOST_TEST(text.find("instead of the latest checkpoint") != std::string::npos, damage << ":\n" << text);
+    BOOST_TEST(text.find("train done: 4 steps (steps 5-8)") != std::string::npos, damage << ":\n" << text);
+    const auto ma = metrics_without_time(a), mb = metrics_without_time(b);
+    BOOST_REQUIRE_EQUAL(ma.size(), mb.size());
+    for (size_t i = 0; i < ma.size(); ++i) BOOST_TEST(ma[i].dump() == mb[i].dump(), damage << " record " << i);
+  }
+}
+
+// eval, sample and --resume read the text with the vocabulary the run trained on, and compare the
+// data file with the one it trained on (its CRC-32 and size, recorded in the run): eval warns and
+// scores the new text, --resume refuses.
+BOOST_AUTO_TEST_CASE(eval_and_resume_use_what_the_run_trained_on) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", out = tmp.path() / "run";
+  write_file(data, sample_text());
+  BOOST_REQUIRE_EQUAL(run("train " + tiny(data) + " -Dtrain.steps=4 --out " + out.string(), tmp.path() / "t.txt"), 0);
+  BOOST_REQUIRE_EQUAL(run("eval " + out.string(), tmp.path() / "e0.txt"), 0);
+  const std::string e0 = read_text(tmp.path() / "e0.txt");
+  BOOST_TEST(e0.find("warning") == std::string::npos, e0);
+  const double trained = printed_loss(e0);
+
+  // The letters shifted: a vocabulary rebuilt from the file would score the old ids again.
+  write_file(data, shift_letters(sample_text()));
+  BOOST_REQUIRE_EQUAL(run("eval " + out.string(), tmp.path() / "e1.txt"), 0);
+  const std::string e1 = read_text(tmp.path() / "e1.txt");
+  BOOST_TEST(e1.find("warning: " + data.string() + " is not the text this run trained on") != std::string::npos, e1);
+  BOOST_TEST(printed_loss(e1) != trained);
+  const fs::path log = tmp.path() / "resume.txt";
+  BOOST_TEST(run("train --resume " + out.string(), log) == 1);
+  BOOST_TEST(read_text(log).find(data.string() + " is not the text this run trained on") != std::string::npos,
+             read_text(log));
+
+  // Every byte shifted: before, eval rebuilt the vocabulary from the file and printed the first
+  // number again; the run's vocabulary does not hold the new bytes, which is said.
+  write_file(data, shift_bytes(sample_text()));
+  BOOST_TEST(run("eval " + out.string(), tmp.path() / "e4.txt") == 1);
+  const std::string e4 = read_text(tmp.path() / "e4.txt");
+  BOOST_TEST(e4.find("is not the text this run trained on") != std::string::npos, e4);
+  BOOST_TEST(e4.find("is not in the vocabulary") != std::string::npos, e4);
+
+  // A byte the training split never held, at the front: a rebuilt vocabulary would be one larger
+  // and every id after it one higher; the run's vocabulary still reads the validation split.
+  write_file(data, "Q" + sample_text());
+  BOOST_REQUIRE_EQUAL(run("eval " + out.string(), tmp.path() / "e2.txt"), 0);
+  BOOST_TEST(read_text(tmp.path() / "e2.txt").find("is not the text this run trained on") != std::string::npos);
+
+  // The same text again: no warning, the first number.
+  write_file(data, sample_text());
+  BOOST_REQUIRE_EQUAL(run("eval " + out.string(), tmp.path() / "e3.txt"), 0);
+  BOOST_TEST(read_text(tmp.path() / "e3.txt").find("warning") == std::string::npos);
+  BOOST_TEST(printed_loss(read_text(tmp.path() / "e3.txt")) == trained);
+}
+
+// A run folder from before the vocabulary and the data record were stored (no vocab.json, no
+// vocab_bytes in its checkpoints) still loads: the vocabulary is rebuilt from the data file, with
+// a warning.
+BOOST_AUTO_TEST_CASE(an_older_run_without_a_stored_vocabulary_still_loads) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", out = tmp.path() / "run";
+  write_file(data, sample_text());
+  BOOST_REQUIRE_EQUAL(run("train " + tiny(data) + " -Dtrain.steps=4 --out " + out.string(), tmp.path() / "t.txt"), 0);
+  BOOST_REQUIRE_EQUAL(run("eval " + out.string(), tmp.path() / "e0.txt"), 0);
+  const double trained = printed_loss(read_text(tmp.path() / "e0.txt"));
+  fs::remove(out / "vocab.json");
+  for (const auto& entry : fs::directory_iterator(out / "checkpoints")) {
+    if (!entry.is_directory() || entry.path().filename().string().rfind("step-", 0) != 0) continue;
+    posgrad::Checkpoint ck = posgrad::load_checkpoint(entry.path());
+    std::erase_if(ck.model, [](const auto& named) { return named.first == "vocab_bytes"; });
+    nlohmann::json state = nlohmann::json::parse(ck.extra_json);
+    state["extra"].erase("data");
+    ck.extra_json = state.dump();
+    posgrad::save_checkpoint(entry.path(), ck);
+  }
+  BOOST_REQUIRE_EQUAL(run("eval " + out.string(), tmp.path() / "e1.txt"), 0);
+  const std::string e1 = read_text(tmp.path() / "e1.txt");
+  BOOST_TEST(e1.find("warning") != std::string::npos, e1);
+  BOOST_TEST(e1.find("rebuilt from") != std::string::npos, e1);
+  BOOST_TEST(printed_loss(e1) == trained);
+  BOOST_TEST(run("sample --checkpoint " + out.string() + " --prompt 'to be' --tokens 5", tmp.path() / "s.txt") == 0,
+             read_text(tmp.path() / "s.txt"));
+}
+
+// eval and sample take the settings that concern them, from -D and --config before or after the
+// job's name, and name the ones they ignore; the options of training are refused.
+BOOST_AUTO_TEST_CASE(eval_and_sample_take_their_settings_in_either_position) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", out = tmp.path() / "run", preset = tmp.path() / "eval.yaml";
+  write_file(data, sample_text());
+  BOOST_REQUIRE_EQUAL(run("train " + tiny(data) + " -Dtrain.steps=2 --out " + out.string(), tmp.path() / "t.txt"), 0);
+  const std::string scored = "in 1 streams of blocks of 8";
+  for (const std::string& args : {"-Deval.batch=1 -Deval.segment=8 eval " + out.string(),
+                                  "eval " + out.string() + " -Deval.batch=1 -Deval.segment=8",
+                                  "eval " + out.string() + " -Deval.segment=8 --config " + preset.string(),
+                                  "--config " + preset.string() + " eval " + out.string() + " -Deval.segment=8"}) {
+    write_file(preset, "eval:\n  batch: 1\n");
+    const fs::path log = tmp.path() / "e.txt";
+    BOOST_TEST(run(args, log) == 0, args << ":\n" << read_text(log));
+    BOOST_TEST(read_text(log).find(scored) != std::string::npos, args << ":\n" << read_text(log));
+  }
+  const fs::path log = tmp.path() / "e.txt";
+  BOOST_TEST(run("eval " + out.string() + " -Deval.batch=1 -Deval.segment=8 -Dmodel.width=64 -Dtrain.lr=1", log) == 0,
+             read_text(log));
+  BOOST_TEST(read_text(log).find(scored) != std::string::npos, read_text(log));
+  BOOST_TEST(read_text(log).find("charlm eval: ignoring model.width, train.lr") != std::string::npos, read_text(log));
+  // sample takes the device: a GPU that is not there stops it, before or after the job's name.
+  for (const std::string& args : {"sample --checkpoint " + out.string() + " --tokens 5 -Ddevice=cuda:97",
+                                  "-Ddevice=cuda:97 sample --checkpoint " + out.string() + " --tokens 5"}) {
+    BOOST_TEST(run(args, log) == 1, args << ":\n" << read_text(log));
+    BOOST_TEST(read_text(log).find("cuda:97") != std::string::npos, args << ":\n" << read_text(log));
+  }
+  BOOST_TEST(run("sample --checkpoint " + out.string() + " --tokens 5 -Deval.batch=3", log) == 0, read_text(log));
+  BOOST_TEST(read_text(log).find("charlm sample: ignoring eval.batch") != std::string::npos, read_text(log));
+  BOOST_TEST(run("eval " + out.string() + " --out " + (tmp.path() / "x").string(), log) == 1, read_text(log));
+  BOOST_TEST(read_text(log).find("--out") != std::string::npos, read_text(log));
+}
+
+// sample writes each character as it is drawn: a sample stopped early keeps what it wrote.
+BOOST_AUTO_TEST_CASE(sample_writes_each_character_as_it_comes) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", out = tmp.path() / "run", log = tmp.path() / "s.txt";
+  write_file(data, sample_text());
+  BOOST_REQUIRE_EQUAL(run("train " + tiny(data) + " -Dtrain.steps=2 --out " + out.string(), tmp.path() / "t.txt"), 0);
+  const int rc = posgrad::test::run_app(kApp, "sample --checkpoint " + out.string() + " --prompt 'to be' --tokens 100000000",
+                                        log, "OMP_NUM_THREADS=1 timeout 4 ");
+  BOOST_TEST(rc == 124);  // stopped by timeout
+  const std::string text = read_text(log);
+  BOOST_TEST(text.rfind("to be", 0) == 0, text.substr(0, 200));
+  BOOST_TEST(text.size() > std::string("to be").size() + 20, "sample wrote " << text.size() << " bytes");
+  // A figure of the attention while generating needs characters generated and fed back.
+  for (const char* tokens : {"0", "1"}) {
+    const fs::path figure = tmp.path() / "attention.png";
+    BOOST_TEST(run(std::string("sample --checkpoint ") + out.string() + " --tokens " + tokens + " --figure " +
+                       figure.string(), log) != 0, read_text(log));
+    BOOST_TEST(read_text(log).find("--figure needs --tokens 2 or more") != std::string::npos, read_text(log));
+    BOOST_TEST(!fs::exists(figure));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {

@@ -190,4 +190,25 @@ BOOST_AUTO_TEST_CASE(durations) {
   BOOST_TEST(posgrad::apps::format_duration(-1) == "?");
 }
 
+// A run resumed at step 4 that logs every second step ran steps 5-8 here, although its first
+// update is at step 6 (it printed '3 steps (steps 6-8)'); a fresh one ran all 8.
+BOOST_AUTO_TEST_CASE(done_line_counts_from_where_the_loop_started) {
+  for (const int64_t start : {4, 0}) {
+    std::FILE* f = std::tmpfile();
+    BOOST_REQUIRE(f != nullptr);
+    Progress::Options o;
+    o.mode = Progress::Mode::Plain;
+    o.stream = f;
+    {
+      Progress p(8, "train", o);
+      p.start_at(start);
+      for (int64_t step = start + 2; step <= 8; step += 2) p.update(step);
+    }
+    const std::string text = read_back(f);
+    std::fclose(f);
+    const std::string expected = start == 4 ? "train done: 4 steps (steps 5-8)" : "train done: 8 steps in";
+    BOOST_TEST(text.find(expected) != std::string::npos, text);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

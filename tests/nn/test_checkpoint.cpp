@@ -307,6 +307,43 @@ BOOST_AUTO_TEST_CASE(the_step_cross_check_still_guards_files_with_valid_checksum
   expect_error(dir.path(), "state.json is from step 2, model.safetensors from step 1");
 }
 
+// An app's own tensor files (Checkpoint::tensor_files, e.g. a language model's cache) come back
+// as saved, are in state.json's checksum list, and a missing, truncated or mixed-in one is a
+// named error, as for the model file.
+BOOST_AUTO_TEST_CASE(tensor_files_are_checked_like_the_model) {
+  TempDir dir;
+  Checkpoint ckpt = sample_checkpoint();
+  ckpt.tensor_files["cache"] = {{"layer.0", Tensor::from_vector({1.0f, 2.0f, 3.0f}, {1, 3})}};
+  save_checkpoint(dir.path() / "ok", ckpt);
+  const Checkpoint back = load_checkpoint(dir.path() / "ok");
+  BOOST_REQUIRE_EQUAL(back.tensor_files.size(), 1u);
+  BOOST_TEST(back.tensor_files.at("cache").at(0).second.to_vector<float>() == std::vector<float>({1, 2, 3}),
+             boost::test_tools::per_element());
+  const auto state = nlohmann::ordered_json::parse(read_bytes(dir.path() / "ok" / "state.json"));
+  BOOST_TEST(state["files"].contains("cache.safetensors"));
+
+  for (const std::string damage : {"missing", "truncated", "other step"}) {
+    const fs::path d = dir.path() / damage;
+    save_checkpoint(d, ckpt);
+    const fs::path file = d / "cache.safetensors";
+    if (damage == "missing") fs::remove(file);
+    if (damage == "truncated") fs::resize_file(file, fs::file_size(file) - 1);
+    if (damage == "other step") save_safetensors(file, ckpt.tensor_files.at("cache"), {{"step", "7"}});
+    expect_error(d, "cache.safetensors");
+  }
+  ckpt.tensor_files["model"] = {};
+  BOOST_CHECK_THROW(save_checkpoint(dir.path() / "clash", ckpt), Error);
+
+  // A state.json (with a valid checksum) naming a file outside the step folder is refused.
+  auto listed = nlohmann::ordered_json::parse(read_bytes(dir.path() / "ok" / "state.json"));
+  listed["files"]["../cache.safetensors"] = listed["files"]["cache.safetensors"];
+  listed.erase("crc32");
+  const std::string text = listed.dump();
+  listed["crc32"] = fmt::format("{:08x}", crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
+  write_text(dir.path() / "ok" / "state.json", listed.dump(2));
+  expect_error(dir.path() / "ok", "lists '../cache.safetensors', which is not a tensor file name");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // The same on the GPU: parameters and Adam's buffers saved from cuda:0 and loaded back to it.
