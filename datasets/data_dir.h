@@ -9,6 +9,8 @@
 //   5. <the source tree this library was built from>/../shared/data (so a build folder outside
 //      the repo works too)
 // When nothing matches, the Error lists every place it looked.
+// fetch_command() spells the posgrad-data command that fetches a dataset into the folder the
+// lookup would use, for the apps' messages when data is missing.
 // This file deliberately knows no dataset layouts (mnist/, cifar10/, ... are the loaders' business).
 #pragma once
 
@@ -27,5 +29,10 @@ std::filesystem::path find_data_dir(const std::string& configured = "");
 std::optional<std::filesystem::path> try_find_data_dir(const std::string& configured = "");
 // The automatic candidates (steps 3-5), in order, for messages and docs.
 std::vector<std::filesystem::path> data_dir_candidates();
+
+// "build/bin/posgrad-data fetch <dataset> --dir <folder>": the posgrad-data beside the running
+// program (relative to the current directory when below it), and as folder `configured`, else
+// $POSGRAD_DATA_DIR, else the data folder found, else ../shared/data (the first place looked).
+std::string fetch_command(const std::string& dataset, const std::string& configured = "");
 
 }  // namespace posgrad

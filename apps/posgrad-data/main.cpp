@@ -49,8 +49,8 @@ int verify(const std::vector<DatasetSpec>& catalogue, const std::vector<std::str
   for (const DatasetSpec* spec : specs) {
     const DatasetCheck check = verify_dataset(*spec, dir);
     if (!check.present) {
-      fmt::print("{:<16} not there ({}/{} missing): build/bin/posgrad-data fetch {} --dir {}\n", spec->name,
-                 dir.string(), spec->folder, spec->name, dir.string());
+      fmt::print("{:<16} not there ({}/{} missing): {}\n", spec->name, dir.string(), spec->folder,
+                 fetch_command(spec->name, dir.string()));
       if (!names.empty()) ++bad;  // asked for by name: its absence is a failure
       continue;
     }

@@ -66,4 +66,21 @@ BOOST_AUTO_TEST_CASE(relative_to_current_directory) {
   BOOST_TEST(std::filesystem::equivalent(*found, root / "shared" / "data"));
 }
 
+// The command the apps print when data is missing: the posgrad-data built beside this program,
+// and the folder the lookup would use.
+BOOST_AUTO_TEST_CASE(fetch_command_names_the_program_and_the_folder) {
+  EnvGuard guard;
+  ::unsetenv(kDataDirEnv);
+  const std::string given = fetch_command("cifar10", "/some/where");
+  const std::string suffix = " fetch cifar10 --dir /some/where";
+  BOOST_REQUIRE(given.size() > suffix.size());
+  BOOST_TEST(given.substr(given.size() - suffix.size()) == suffix);
+  const std::filesystem::path program = given.substr(0, given.size() - suffix.size());
+  BOOST_TEST(program.filename() == "posgrad-data");
+  BOOST_TEST(std::filesystem::exists(program), program << " is the program beside test_datasets");
+  ::setenv(kDataDirEnv, "/from/env", 1);
+  BOOST_TEST(fetch_command("mnist").find(" fetch mnist --dir /from/env") != std::string::npos);
+  BOOST_TEST(fetch_command("mnist", "/given").find(" --dir /given") != std::string::npos);  // configured wins
+}
+
 BOOST_AUTO_TEST_SUITE_END()
