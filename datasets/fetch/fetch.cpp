@@ -126,7 +126,12 @@ std::string fetch_dataset(const DatasetSpec& spec, const FetchOptions& o) {
 
   for (const RemoteFile& file : spec.files) {
     const fs::path target = staging / file.name;
-    download_file(spec, file, bases, target, o, cleanup);
+    // A complete download that a killed run left behind (before its unpacking ended) is reused.
+    const bool reused = fs::is_regular_file(target, ec) && file_digest(file.digest, target) == file.expected;
+    if (reused)
+      say(o, fmt::format("{}: {} already downloaded", spec.name, file.name));
+    else
+      download_file(spec, file, bases, target, o, cleanup);
     const std::string actual = file_digest(file.digest, target);
     if (actual != file.expected)
       fail("{}: {}: {} mismatch: expected {} (published), the download has {}; nothing was kept. The file is "

@@ -3,7 +3,8 @@
 // arrive, resumed by a later run), each is checked against its published checksum, archives are
 // unpacked there, every unpacked file is checked against its known SHA-256, and only then is the
 // finished folder renamed to <data>/<folder> in one step. Any failure removes what this run
-// wrote, except a download's .part that a rerun can resume. A dataset folder that is already there
+// wrote, except a download's .part that a rerun can resume (and a complete, checked download that
+// a killed run left in the staging folder is used again). A dataset folder that is already there
 // is verified and left alone (a bad one is an Error that says to move it away).
 // This file deliberately parses no command line (apps/posgrad-data does).
 #pragma once

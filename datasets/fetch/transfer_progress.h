@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 namespace posgrad::fetch {
@@ -15,7 +16,9 @@ std::string format_bytes(int64_t bytes);  // "812 B", "4.2 MB", "1.1 GB" (decima
 
 class TransferProgress {
  public:
-  TransferProgress(std::string label, std::FILE* out);
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  // `clock` defaults to std::chrono::steady_clock::now (tests pass their own).
+  TransferProgress(std::string label, std::FILE* out, Clock clock = {});
   void update(int64_t bytes, int64_t total);  // total < 0: unknown
   void finish();  // the final line (and a newline on a terminal); none when no byte arrived
 
@@ -23,10 +26,12 @@ class TransferProgress {
   std::string line(int64_t bytes, int64_t total) const;
   std::string label_;
   std::FILE* out_;
+  Clock clock_;
   bool terminal_;
   std::chrono::steady_clock::time_point start_, last_print_;
   int64_t first_bytes_ = -1;  // bytes at the first update (a resumed prefix is not counted in the rate)
   int64_t bytes_ = 0, total_ = -1;
+  int64_t printed_bytes_ = -1;  // bytes of the last line printed
   bool printed_ = false;
 };
 

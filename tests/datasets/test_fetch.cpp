@@ -14,6 +14,7 @@
 
 #include "datasets/checksum.h"
 #include "datasets/fetch/fetch.h"
+#include "datasets/fetch/transfer_progress.h"
 #include "datasets/fetch/verify.h"
 #include "tests/datasets/http_test_server.h"
 #include "tests/datasets/tar_gz_writer.h"
@@ -237,6 +238,22 @@ BOOST_AUTO_TEST_CASE(a_server_that_keeps_dropping_is_refused_then_a_rerun_resume
   BOOST_TEST(tree(dir / "data") == (std::vector<std::string>{"notes", "notes/notes.txt"}));
 }
 
+// A run killed after its download was complete (while unpacking) leaves the checked file in the
+// staging folder; the next run uses it instead of downloading it again.
+BOOST_AUTO_TEST_CASE(a_complete_download_left_by_a_killed_run_is_reused) {
+  TempDir dir;
+  HttpTestServer server;  // serves nothing: any request would be a 404
+  const std::string archive = TarGzWriter().file("set/a.bin", "contents").finish();
+  fs::create_directories(dir / "data" / ".posgrad-data" / "set" / "ready");
+  test::write_text(dir / "data" / ".posgrad-data" / "set" / "set.tar.gz", archive);
+  test::write_text(dir / "data" / ".posgrad-data" / "set" / "ready" / "half-written.bin", "x");
+  const Run r = fetch_with(dir, archive_dataset(archive), "set", server.base_url());
+  BOOST_TEST(r.status == 0);
+  BOOST_TEST(contains(r.output, "set.tar.gz already downloaded"));
+  BOOST_TEST(server.requests().empty());
+  BOOST_TEST(tree(dir / "data") == (std::vector<std::string>{"set", "set/a.bin"}));
+}
+
 BOOST_AUTO_TEST_CASE(a_server_that_ignores_range_restarts_the_file) {
   TempDir dir;
   HttpTestServer server;
@@ -414,6 +431,34 @@ BOOST_AUTO_TEST_CASE(a_full_disk_while_unpacking_is_one_clear_line) {
   BOOST_TEST(contains(error, "File too large"));
   BOOST_TEST(contains(error, "rerun"));
   BOOST_TEST(!fs::exists(dir / "data"));
+}
+
+// The progress line: bytes, share, rate and time left, from an injected clock; in a log (not a
+// terminal) at most one line per 10 s, and the final line when done.
+BOOST_AUTO_TEST_CASE(progress_shows_bytes_rate_and_eta) {
+  BOOST_TEST(format_bytes(999) == "999 B");
+  BOOST_TEST(format_bytes(4200000) == "4.2 MB");
+  BOOST_TEST(format_bytes(1100000000) == "1.10 GB");
+  std::chrono::steady_clock::time_point now{};
+  std::FILE* log = std::tmpfile();
+  BOOST_REQUIRE(log != nullptr);
+  {
+    TransferProgress progress("  a.bin", log, [&] { return now; });
+    progress.update(0, 4000000);
+    now += std::chrono::seconds(5);
+    progress.update(500000, 4000000);  // under 10 s since the start: not printed
+    now += std::chrono::seconds(5);
+    progress.update(1000000, 4000000);  // 1 MB in 10 s: 100 kB/s, 3 MB left: 30 s
+    now += std::chrono::seconds(30);
+    progress.update(4000000, 4000000);
+    progress.finish();  // the log has that line already
+  }
+  std::rewind(log);
+  std::string text;
+  for (int c; (c = std::fgetc(log)) != EOF;) text.push_back(static_cast<char>(c));
+  std::fclose(log);
+  BOOST_TEST(text == "  a.bin  1.0 MB / 4.0 MB (25%)  100.0 kB/s  ETA 0:00:30\n"
+                     "  a.bin  4.0 MB / 4.0 MB (100%)  100.0 kB/s\n");
 }
 
 BOOST_AUTO_TEST_CASE(unknown_dataset_and_bad_base_url) {
