@@ -1,6 +1,14 @@
 // The fetch steps of fetch.h: download and check each file, unpack, check the result, rename.
 #include "datasets/fetch/fetch.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "datasets/fetch/safe_unpack.h"
 #include "datasets/fetch/transfer_progress.h"
 #include "datasets/fetch/verify.h"
@@ -49,6 +57,43 @@ class Cleanup {
   bool created_data_dir_;
   bool keep_partial_ = false;
   bool armed_ = true;
+};
+
+// An exclusive flock on the staging folder for the whole run: a second posgrad-data fetching the
+// same dataset into the same folder stops at once instead of writing into the same .part.
+class StagingLock {
+ public:
+  StagingLock(const fs::path& staging, const std::string& name, const fs::path& data_dir) {
+    for (int tries = 0; tries < 3; ++tries) {
+      fs::create_directories(staging);
+      fd_ = ::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd_ < 0) fail("{}: cannot open {}: {}", name, staging.string(), std::strerror(errno));
+      if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        ::close(fd_);
+        if (err == EWOULDBLOCK)
+          fail("{}: another posgrad-data is fetching it into {} now; wait for it to end, then rerun", name,
+               data_dir.string());
+        fail("{}: cannot lock {}: {}", name, staging.string(), std::strerror(err));
+      }
+      // The holder before us may have removed the folder after we opened it: lock the one on disk.
+      struct stat held {}, on_disk {};
+      if (::fstat(fd_, &held) == 0 && ::stat(staging.c_str(), &on_disk) == 0 && held.st_ino == on_disk.st_ino &&
+          held.st_dev == on_disk.st_dev)
+        return;
+      ::close(fd_);
+      fd_ = -1;
+    }
+    fail("{}: {} keeps changing under this run; is another program using it?", name, staging.string());
+  }
+  ~StagingLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  StagingLock(const StagingLock&) = delete;
+  StagingLock& operator=(const StagingLock&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 std::string normalised_base_url(const std::string& url) {
@@ -120,8 +165,7 @@ std::string fetch_dataset(const DatasetSpec& spec, const FetchOptions& o) {
     created_data_dir = true;
   }
   const fs::path staging = staging_dir(o.data_dir, spec.name);
-  fs::create_directories(staging, ec);
-  if (ec) fail("{}: cannot create {}: {}", spec.name, staging.string(), ec.message());
+  const StagingLock lock(staging, spec.name, o.data_dir);  // released after the cleanup below
   Cleanup cleanup(o.data_dir, staging, created_data_dir);
 
   for (const RemoteFile& file : spec.files) {

@@ -5,7 +5,8 @@
 // finished folder renamed to <data>/<folder> in one step. Any failure removes what this run
 // wrote, except a download's .part that a rerun can resume (and a complete, checked download that
 // a killed run left in the staging folder is used again). A dataset folder that is already there
-// is verified and left alone (a bad one is an Error that says to move it away).
+// is verified and left alone (a bad one is an Error that says to move it away). A second fetch of
+// the same dataset into the same folder while one runs stops at once (a flock on the staging folder).
 // This file deliberately parses no command line (apps/posgrad-data does).
 #pragma once
 

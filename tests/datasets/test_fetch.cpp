@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <nlohmann/json.hpp>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -252,6 +253,29 @@ BOOST_AUTO_TEST_CASE(a_complete_download_left_by_a_killed_run_is_reused) {
   BOOST_TEST(contains(r.output, "set.tar.gz already downloaded"));
   BOOST_TEST(server.requests().empty());
   BOOST_TEST(tree(dir / "data") == (std::vector<std::string>{"set", "set/a.bin"}));
+}
+
+// While one fetch runs (here: the test holds its lock), a second one into the same folder stops.
+BOOST_AUTO_TEST_CASE(a_second_fetch_of_the_same_dataset_stops_at_once) {
+  TempDir dir;
+  HttpTestServer server;
+  const std::string text = some_text(1000);
+  server.serve("notes.txt", text);
+  const fs::path staging = dir / "data" / ".posgrad-data" / "notes";
+  fs::create_directories(staging);
+  test::write_text(staging / "notes.txt.part", "the first run's bytes");
+  const int fd = ::open(staging.c_str(), O_RDONLY | O_DIRECTORY);
+  BOOST_REQUIRE(fd >= 0);
+  BOOST_REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  const Run r = fetch_with(dir, plain_dataset(text), "notes", server.base_url());
+  BOOST_TEST(r.status == 1);
+  BOOST_TEST(contains(last_line(r.output), "notes: another posgrad-data is fetching it into"));
+  BOOST_TEST(server.requests().empty());
+  BOOST_TEST(test::read_text(staging / "notes.txt.part") == "the first run's bytes", "the first run's files are untouched");
+  ::close(fd);
+  const Run after = fetch_with(dir, plain_dataset(text), "notes", server.base_url());
+  BOOST_TEST(after.status == 1, "the .part is not a prefix of the file: refused by its checksum");
+  BOOST_TEST(contains(last_line(after.output), "SHA-256 mismatch"));
 }
 
 BOOST_AUTO_TEST_CASE(a_server_that_ignores_range_restarts_the_file) {
