@@ -7,7 +7,11 @@
 
 #include <chrono>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <csignal>
+#include <netinet/in.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <nlohmann/json.hpp>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -353,6 +357,60 @@ BOOST_AUTO_TEST_CASE(plain_http_needs_an_explicit_base_url) {
   // The same address as an explicit --base-url is used.
   const Run given = fetch_with(dir, http_catalogue, "notes", server.base_url());
   BOOST_TEST(given.status == 0);
+}
+
+// HTTPS is verified: a server with a self-signed certificate (made and served by the openssl
+// command-line tool on 127.0.0.1) is refused, and nothing is downloaded from it.
+struct openssl_tool_present {
+  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
+    if (std::system("openssl version > /dev/null 2>&1") == 0) return true;
+    boost::test_tools::assertion_result r(false);
+    r.message() << "skipped: the openssl command-line tool is not installed";
+    return r;
+  }
+};
+
+BOOST_AUTO_TEST_CASE(a_certificate_that_does_not_verify_is_refused,
+                     *boost::unit_test::precondition(openssl_tool_present())) {
+  TempDir dir;
+  const std::string text = some_text(1000);
+  test::write_text(dir / "notes.txt", text);
+  const std::string make_cert = "cd '" + dir.path().string() +
+                                "' && openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 1 "
+                                "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 > openssl.log 2>&1";
+  BOOST_REQUIRE(std::system(make_cert.c_str()) == 0);
+  const int port = test::unused_local_port();
+  const pid_t server = ::fork();
+  if (server == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(127);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    const std::string accept = "127.0.0.1:" + std::to_string(port);
+    ::execlp("openssl", "openssl", "s_server", "-accept", accept.c_str(), "-cert", "cert.pem", "-key", "key.pem",
+             "-WWW", "-quiet", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait (at most 10 s) until it accepts connections.
+  bool listening = false;
+  for (int i = 0; i < 200 && !listening; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    listening = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (!listening) ::usleep(50000);
+  }
+  BOOST_REQUIRE_MESSAGE(listening, "openssl s_server did not start");
+  const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/";
+  const Run r = fetch_with(dir, plain_dataset(text), "notes", url);
+  ::kill(server, SIGTERM);
+  ::waitpid(server, nullptr, 0);
+  BOOST_TEST(r.status == 1);
+  BOOST_TEST(contains(last_line(r.output), url + "notes.txt: SSL certificate problem"));
+  BOOST_TEST(!fs::exists(dir / "data"));
 }
 
 BOOST_AUTO_TEST_CASE(an_archive_is_unpacked_from_its_top_folder) {
