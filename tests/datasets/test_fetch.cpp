@@ -44,19 +44,18 @@ struct Run {
 
 // Runs posgrad-data with `args` (no shell), optionally under a file-size limit (RLIMIT_FSIZE).
 Run run_program(const std::vector<std::string>& args, const fs::path& log, rlim_t file_size_limit = 0) {
+  // Everything the child needs is made before fork: the server thread may hold malloc's lock.
+  std::vector<char*> argv{const_cast<char*>(kProgram.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const rlimit limit{file_size_limit, file_size_limit};
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    if (file_size_limit > 0) {
-      rlimit limit{file_size_limit, file_size_limit};
-      ::setrlimit(RLIMIT_FSIZE, &limit);
-    }
-    std::vector<char*> argv{const_cast<char*>(kProgram.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
+    if (file_size_limit > 0) ::setrlimit(RLIMIT_FSIZE, &limit);
     ::execv(kProgram.c_str(), argv.data());
     ::_exit(127);
   }
@@ -380,13 +379,13 @@ BOOST_AUTO_TEST_CASE(a_certificate_that_does_not_verify_is_refused,
                                 "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 > openssl.log 2>&1";
   BOOST_REQUIRE(std::system(make_cert.c_str()) == 0);
   const int port = test::unused_local_port();
+  const std::string accept = "127.0.0.1:" + std::to_string(port);
   const pid_t server = ::fork();
   if (server == 0) {
     if (::chdir(dir.path().c_str()) != 0) ::_exit(127);
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, 1);
     ::dup2(null, 2);
-    const std::string accept = "127.0.0.1:" + std::to_string(port);
     ::execlp("openssl", "openssl", "s_server", "-accept", accept.c_str(), "-cert", "cert.pem", "-key", "key.pem",
              "-WWW", "-quiet", static_cast<char*>(nullptr));
     ::_exit(127);
