@@ -35,7 +35,8 @@ struct Attempt {
   int64_t max_bytes = 0;
   bool checked_type = false;
   CURL* curl = nullptr;
-  std::string refusal;  // why the callback stopped the transfer
+  std::string refusal;      // why the callback refused the file
+  std::string write_error;  // why the .part could not be written (a full disk): kept for a resume
   const ProgressFn* progress = nullptr;
   int64_t total = -1;
 };
@@ -73,7 +74,8 @@ size_t on_data(char* data, size_t size, size_t count, void* user) {
     return 0;
   }
   if (std::fwrite(data, 1, n, a.out) != n) {
-    a.refusal = fmt::format("cannot write {}: {}", a.part->string(), std::strerror(errno));
+    a.write_error = fmt::format("cannot write {}: {}; free some space (or raise the file-size limit)",
+                                a.part->string(), std::strerror(errno));
     return 0;
   }
   a.written += static_cast<int64_t>(n);
@@ -94,7 +96,8 @@ int64_t file_size_or_zero(const fs::path& p) {
   return ec ? 0 : static_cast<int64_t>(n);
 }
 
-enum class Outcome { Done, Retry, Fail };
+// Retry: another attempt may help. Keep: stop, but the .part is a good prefix for a later run.
+enum class Outcome { Done, Retry, Keep, Fail };
 
 // One transfer; on failure sets `why` and says whether another attempt may help.
 Outcome attempt_once(const std::string& url, const fs::path& part, const DownloadOptions& o, std::string& why) {
@@ -145,13 +148,14 @@ Outcome attempt_once(const std::string& url, const fs::path& part, const Downloa
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
   curl_easy_cleanup(curl);
   const bool closed = std::fclose(a.out) == 0;
-  if (rc == CURLE_OK) {
-    if (!closed) {
-      why = fmt::format("cannot write {}: {}", part.string(), std::strerror(errno));
-      return Outcome::Fail;
-    }
-    return Outcome::Done;
+  if (rc == CURLE_OK && !closed)
+    a.write_error = fmt::format("cannot write {}: {}; free some space (or raise the file-size limit)", part.string(),
+                                std::strerror(errno));
+  if (!a.write_error.empty()) {
+    why = a.write_error;
+    return Outcome::Keep;
   }
+  if (rc == CURLE_OK) return Outcome::Done;
   if (!a.refusal.empty()) {
     why = a.refusal;
     return Outcome::Fail;
@@ -201,14 +205,14 @@ void download(const std::string& url, const fs::path& target, const DownloadOpti
   for (int attempt = 1;; ++attempt) {
     const Outcome outcome = attempt_once(url, part, options, why);
     if (outcome == Outcome::Done) break;
-    if (outcome == Outcome::Fail || attempt >= options.attempts) {
+    if (outcome != Outcome::Retry || attempt >= options.attempts) {
       // Keep a usable prefix for the next run; drop anything refused outright.
-      const bool resumable = outcome == Outcome::Retry;
+      const bool resumable = outcome != Outcome::Fail;
       if (!resumable) {
         std::error_code ec;
         fs::remove(part, ec);
       }
-      fail("{}: {}{}", url, why, resumable ? fmt::format(" ({} attempts; rerun to resume)", attempt) : "");
+      fail("{}: {}{}", url, why, outcome == Outcome::Retry ? fmt::format(" ({} attempts)", attempt) : "");
     }
   }
   std::error_code ec;
