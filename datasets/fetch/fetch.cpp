@@ -27,8 +27,9 @@ bool is_empty_dir(const fs::path& p) {
   return fs::is_directory(p, ec) && fs::is_empty(p, ec);
 }
 
-// Removes what a failed run wrote: the staging folder (all of it, or only the finished parts when
-// a .part is kept for a resume), then folders left empty.
+// Removes what a failed run wrote: the staging folder, or, when a .part is kept for a resume, only
+// the half-unpacked ready/ folder (downloads that are complete were checked and are used again);
+// then folders left empty.
 class Cleanup {
  public:
   Cleanup(fs::path data_dir, fs::path staging, bool created_data_dir)
@@ -39,8 +40,7 @@ class Cleanup {
     std::error_code ec;
     if (armed_) {
       if (keep_partial_) {
-        for (const auto& e : fs::directory_iterator(staging_, ec))
-          if (e.path().extension() != ".part") fs::remove_all(e.path(), ec);
+        fs::remove_all(staging_ / "ready", ec);
       } else {
         fs::remove_all(staging_, ec);
       }
@@ -170,13 +170,15 @@ std::string fetch_dataset(const DatasetSpec& spec, const FetchOptions& o) {
 
   for (const RemoteFile& file : spec.files) {
     const fs::path target = staging / file.name;
-    // A complete download that a killed run left behind (before its unpacking ended) is reused.
-    const bool reused = fs::is_regular_file(target, ec) && file_digest(file.digest, target) == file.expected;
-    if (reused)
+    // A complete download that an earlier run left behind (killed while unpacking, or stopped at a
+    // later file) is used again.
+    std::string actual;
+    if (fs::is_regular_file(target, ec) && (actual = file_digest(file.digest, target)) == file.expected) {
       say(o, fmt::format("{}: {} already downloaded", spec.name, file.name));
-    else
+    } else {
       download_file(spec, file, bases, target, o, cleanup);
-    const std::string actual = file_digest(file.digest, target);
+      actual = file_digest(file.digest, target);
+    }
     if (actual != file.expected)
       fail("{}: {}: {} mismatch: expected {} (published), the download has {}; nothing was kept. The file is "
            "corrupt or is not the published one: try again, or another --base-url",

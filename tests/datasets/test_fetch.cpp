@@ -281,6 +281,37 @@ BOOST_AUTO_TEST_CASE(a_second_fetch_of_the_same_dataset_stops_at_once) {
   BOOST_TEST(contains(last_line(after.output), "SHA-256 mismatch"));
 }
 
+// A dataset of several files (like MNIST): when the second one breaks off, the first, complete
+// and checked, is kept with the second's .part, and the rerun downloads only what is missing.
+BOOST_AUTO_TEST_CASE(a_rerun_downloads_only_what_is_missing) {
+  TempDir dir;
+  HttpTestServer server;
+  const std::string first = some_text(20000), second = some_text(90000);
+  server.serve("first.bin", first);
+  server.serve("second.bin", second);
+  server.drop_after("second.bin", 1000, 100);
+  const nlohmann::json spec = {
+      {"name", "pair"},
+      {"urls", {kCatalogueUrl}},
+      {"files",
+       {{{"name", "first.bin"}, {"sha256", sha256_hex(first)}, {"max_bytes", 1 << 20}},
+        {{"name", "second.bin"}, {"sha256", sha256_hex(second)}, {"max_bytes", 1 << 20}}}}};
+  const Run r = fetch_with(dir, spec, "pair", server.base_url());
+  BOOST_TEST(r.status == 1);
+  BOOST_TEST(contains(last_line(r.output), "pair: second.bin could not be downloaded"));
+  BOOST_TEST(tree(dir / "data") == (std::vector<std::string>{".posgrad-data", ".posgrad-data/pair",
+                                                             ".posgrad-data/pair/first.bin",
+                                                             ".posgrad-data/pair/second.bin.part"}));
+  server.drop_after("second.bin", 0, 0);
+  const size_t before = server.requests().size();
+  const Run rerun = fetch_with(dir, spec, "pair", server.base_url());
+  BOOST_TEST(rerun.status == 0);
+  const auto requests = server.requests();
+  BOOST_REQUIRE(requests.size() == before + 1);
+  BOOST_TEST(requests.back() == "GET /second.bin Range: bytes=4000-");
+  BOOST_TEST(tree(dir / "data") == (std::vector<std::string>{"pair", "pair/first.bin", "pair/second.bin"}));
+}
+
 BOOST_AUTO_TEST_CASE(a_server_that_ignores_range_restarts_the_file) {
   TempDir dir;
   HttpTestServer server;
