@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <chrono>
 #include <mutex>
+#include <thread>
 
 #include "tensor/error.h"
 
@@ -96,8 +98,9 @@ int64_t file_size_or_zero(const fs::path& p) {
   return ec ? 0 : static_cast<int64_t>(n);
 }
 
-// Retry: another attempt may help. Keep: stop, but the .part is a good prefix for a later run.
-enum class Outcome { Done, Retry, Keep, Fail };
+// Retry: another attempt may help; Pause: the same after a pause. Keep: stop, but the .part is a
+// good prefix for a later run.
+enum class Outcome { Done, Retry, Pause, Keep, Fail };
 
 // One transfer; on failure sets `why` and says whether another attempt may help.
 Outcome attempt_once(const std::string& url, const fs::path& part, const DownloadOptions& o, std::string& why) {
@@ -170,6 +173,10 @@ Outcome attempt_once(const std::string& url, const fs::path& part, const Downloa
       }
       why = fmt::format("HTTP {}", code);
       if (code == 404) why += " (not found)";
+      if (code >= 500) {  // the server's trouble (503: overloaded), often brief: try again after a pause
+        why += " (a server error)";
+        return Outcome::Pause;
+      }
       return Outcome::Fail;
     case CURLE_FILESIZE_EXCEEDED:
       why = fmt::format("the server announces a file larger than its cap of {} bytes", o.max_bytes);
@@ -205,15 +212,17 @@ void download(const std::string& url, const fs::path& target, const DownloadOpti
   for (int attempt = 1;; ++attempt) {
     const Outcome outcome = attempt_once(url, part, options, why);
     if (outcome == Outcome::Done) break;
-    if (outcome != Outcome::Retry || attempt >= options.attempts) {
+    const bool again = outcome == Outcome::Retry || outcome == Outcome::Pause;
+    if (!again || attempt >= options.attempts) {
       // Keep a usable prefix for the next run; drop anything refused outright.
-      const bool resumable = outcome != Outcome::Fail;
+      const bool resumable = outcome == Outcome::Retry || outcome == Outcome::Keep;
       if (!resumable) {
         std::error_code ec;
         fs::remove(part, ec);
       }
-      fail("{}: {}{}", url, why, outcome == Outcome::Retry ? fmt::format(" ({} attempts)", attempt) : "");
+      fail("{}: {}{}", url, why, again ? fmt::format(" ({} attempts)", attempt) : "");
     }
+    if (outcome == Outcome::Pause) std::this_thread::sleep_for(std::chrono::seconds(1 << (attempt - 1)));
   }
   std::error_code ec;
   fs::rename(part, target, ec);

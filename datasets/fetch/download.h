@@ -1,7 +1,8 @@
 // One file over HTTP(S) with libcurl into `<target>.part`, resumed with an HTTP Range request when
 // a `.part` is already there, renamed to `target` only when the transfer is complete. HTTPS with
 // certificate verification unless plain HTTP is explicitly allowed; a size cap; an HTML page where
-// a file was expected is refused; a stalled or dropped connection is retried from where it stopped.
+// a file was expected is refused; a stalled or dropped connection is retried from where it stopped,
+// a server error (HTTP 5xx) after a pause of 1, 2, 4 s.
 // Errors are one line naming the URL or the file and what to do.
 // This file deliberately checks no checksum (the caller does) and knows no datasets.
 #pragma once
@@ -21,7 +22,7 @@ struct DownloadOptions {
   int64_t max_bytes = 0;          // > 0: a larger file is refused
   int connect_timeout_s = 15;
   int stall_timeout_s = 60;       // no byte for this long: the attempt is given up (and retried)
-  int attempts = 4;               // tries of one URL while each makes progress
+  int attempts = 4;               // tries of one URL (while each makes progress, or after a 5xx)
   ProgressFn progress;            // may be empty
 };
 

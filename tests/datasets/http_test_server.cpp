@@ -83,6 +83,12 @@ void HttpTestServer::drop_after(const std::string& name, size_t bytes, int times
   routes_.at(name).drops_left = times;
 }
 
+void HttpTestServer::fail_with(const std::string& name, int status, int times) {
+  std::lock_guard lock(mutex_);
+  routes_.at(name).fail_status = status;
+  routes_.at(name).fails_left = times;
+}
+
 std::vector<std::string> HttpTestServer::requests() const {
   std::lock_guard lock(mutex_);
   return requests_;
@@ -131,7 +137,10 @@ void HttpTestServer::answer(int fd) {
     if (it != routes_.end()) {
       found = true;
       route = it->second;
-      if (it->second.drops_left > 0) --it->second.drops_left;
+      if (it->second.fails_left > 0)
+        --it->second.fails_left;
+      else if (it->second.drops_left > 0)
+        --it->second.drops_left;
     }
   }
   std::string head;
@@ -139,6 +148,10 @@ void HttpTestServer::answer(int fd) {
   if (!found) {
     body = "not found\n";
     head = "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n";
+  } else if (route.fails_left > 0) {
+    body = "error " + std::to_string(route.fail_status) + "\n";
+    head = "HTTP/1.1 " + std::to_string(route.fail_status) + " Test Error\r\nContent-Type: text/plain\r\n";
+    route.drops_left = 0;
   } else if (from > 0 && !ignore_range_) {
     if (from >= route.body.size()) {
       head = "HTTP/1.1 416 Range Not Satisfiable\r\n";

@@ -1,7 +1,7 @@
 // A small HTTP/1.1 server for the fetch tests: listens on 127.0.0.1 on a port the system picks,
 // serves the bodies a test gives it (with Range requests: 206 and Content-Range), and can
 // misbehave on purpose: close the connection part-way through a body, answer with an HTML page,
-// ignore Range. One connection at a time, `Connection: close` after every response.
+// ignore Range, answer an error status. One connection at a time, `Connection: close` after every response.
 // Deliberately not a general server: no keep-alive, chunking, HTTPS or request bodies.
 #pragma once
 
@@ -28,6 +28,8 @@ class HttpTestServer {
   void serve(const std::string& name, std::string body, std::string content_type = "application/octet-stream");
   // The next `times` answers for `name` announce the whole length but close after `bytes` of it.
   void drop_after(const std::string& name, size_t bytes, int times);
+  // The next `times` answers for `name` are this HTTP status (e.g. 503) with a short text body.
+  void fail_with(const std::string& name, int status, int times);
   void ignore_range(bool ignore) { ignore_range_ = ignore; }
 
   // Every request line and Range header seen ("GET /x" or "GET /x Range: bytes=10-").
@@ -38,6 +40,8 @@ class HttpTestServer {
     std::string body, content_type;
     size_t drop_at = 0;
     int drops_left = 0;
+    int fail_status = 0;
+    int fails_left = 0;
   };
   void run();
   void answer(int fd);

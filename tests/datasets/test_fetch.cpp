@@ -335,6 +335,27 @@ BOOST_AUTO_TEST_CASE(not_found_is_one_line_naming_the_url) {
   BOOST_TEST(!fs::exists(dir / "data"));
 }
 
+// A server error (503) is tried again after a pause; one that lasts is one line naming it.
+BOOST_AUTO_TEST_CASE(a_server_error_is_tried_again) {
+  TempDir dir;
+  HttpTestServer server;
+  const std::string text = some_text(5000);
+  server.serve("notes.txt", text);
+  server.fail_with("notes.txt", 503, 1);
+  const Run r = fetch_with(dir, plain_dataset(text), "notes", server.base_url());
+  BOOST_TEST(r.status == 0);
+  BOOST_TEST(server.requests().size() == 2u);
+  BOOST_TEST(test::read_text(dir / "data" / "notes" / "notes.txt") == text);
+
+  TempDir dir2;
+  server.fail_with("notes.txt", 500, 100);
+  const Run lasting = fetch_with(dir2, plain_dataset(text), "notes", server.base_url());
+  BOOST_TEST(lasting.status == 1);
+  BOOST_TEST(contains(last_line(lasting.output), "notes.txt: HTTP 500 (a server error) (4 attempts)"));
+  BOOST_TEST(lasting.seconds > 6.5, "pauses of 1, 2 and 4 s");
+  BOOST_TEST(!fs::exists(dir2 / "data"));
+}
+
 BOOST_AUTO_TEST_CASE(nothing_listening_fails_fast_and_says_so) {
   TempDir dir;
   const std::string url = "http://127.0.0.1:" + std::to_string(test::unused_local_port()) + "/";
