@@ -65,7 +65,9 @@ class StagingLock {
  public:
   StagingLock(const fs::path& staging, const std::string& name, const fs::path& data_dir) {
     for (int tries = 0; tries < 3; ++tries) {
-      fs::create_directories(staging);
+      std::error_code ec;
+      fs::create_directories(staging, ec);
+      if (ec) fail("{}: cannot create {}: {}; give a --dir where you can write", name, staging.string(), ec.message());
       fd_ = ::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (fd_ < 0) fail("{}: cannot open {}: {}", name, staging.string(), std::strerror(errno));
       if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
@@ -161,7 +163,9 @@ std::string fetch_dataset(const DatasetSpec& spec, const FetchOptions& o) {
   bool created_data_dir = false;
   if (!fs::is_directory(o.data_dir, ec)) {
     fs::create_directories(o.data_dir, ec);
-    if (ec) fail("{}: cannot create the data folder {}: {}", spec.name, o.data_dir.string(), ec.message());
+    if (ec)
+      fail("{}: cannot create the data folder {}: {}; give a --dir where you can write", spec.name,
+           o.data_dir.string(), ec.message());
     created_data_dir = true;
   }
   const fs::path staging = staging_dir(o.data_dir, spec.name);

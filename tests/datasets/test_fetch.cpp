@@ -617,6 +617,28 @@ BOOST_AUTO_TEST_CASE(a_full_disk_while_downloading_keeps_the_part_for_a_resume) 
   BOOST_TEST(test::read_text(dir / "data" / "notes" / "notes.txt") == text);
 }
 
+// A data folder that cannot be made (a file is in the way): one line naming it, nothing written.
+BOOST_AUTO_TEST_CASE(a_folder_that_cannot_be_made_is_one_line) {
+  TempDir dir;
+  HttpTestServer server;
+  const std::string text = some_text(1000);
+  server.serve("notes.txt", text);
+  test::write_text(dir / "data", "a file, not a folder");
+  const Run r = fetch_with(dir, plain_dataset(text), "notes", server.base_url());
+  BOOST_TEST(r.status == 1);
+  BOOST_TEST(contains(last_line(r.output), "notes: cannot create the data folder " + (dir / "data").string()));
+  BOOST_TEST(contains(last_line(r.output), "give a --dir where you can write"));
+  fs::remove(dir / "data");
+  fs::create_directories(dir / "data");
+  test::write_text(dir / "data" / ".posgrad-data", "a file where the staging folder goes");
+  const Run staging = fetch_with(dir, plain_dataset(text), "notes", server.base_url());
+  BOOST_TEST(staging.status == 1);
+  BOOST_TEST(contains(last_line(staging.output), "notes: cannot create " + (dir / "data" / ".posgrad-data" / "notes").string()));
+  BOOST_TEST(contains(last_line(staging.output), "give a --dir where you can write"));
+  BOOST_TEST(server.requests().empty());
+  BOOST_TEST(tree(dir / "data") == std::vector<std::string>{".posgrad-data"});
+}
+
 BOOST_AUTO_TEST_CASE(unknown_dataset_and_bad_base_url) {
   TempDir dir;
   Run r = run_program({"fetch", "imagenet", "--dir", (dir / "data").string()}, dir / "log.txt");
