@@ -87,18 +87,24 @@ int main(int argc, char** argv) {
                  "a JSON catalogue replacing the built-in one (tests, private mirrors; docs/datasets.md)")
       ->check(CLI::ExistingFile);
 
+  // An empty --dir or --base-url would silently mean "the default": refused instead.
+  const CLI::Validator non_empty([](const std::string& v) { return v.empty() ? std::string("empty") : ""; },
+                                 "NOT EMPTY");
   std::vector<std::string> fetch_names, verify_names;
   std::string dir, base_url;
   bool quiet = false;
   CLI::App* fetch_cmd = app.add_subcommand("fetch", "download, check and unpack datasets into the data folder");
   fetch_cmd->add_option("names", fetch_names, "datasets to fetch (see `list`)")->required();
-  fetch_cmd->add_option("--dir", dir, "the data folder (default: the one the apps find, else ../shared/data)");
-  fetch_cmd->add_option("--base-url", base_url,
-                        "replaces everything before the file name of every URL (a mirror; http:// only here)");
+  fetch_cmd->add_option("--dir", dir, "the data folder (default: the one the apps find, else ../shared/data)")
+      ->check(non_empty);
+  fetch_cmd
+      ->add_option("--base-url", base_url,
+                   "replaces everything before the file name of every URL (a mirror; http:// only here)")
+      ->check(non_empty);
   fetch_cmd->add_flag("--quiet", quiet, "no progress, only the result lines and errors");
   CLI::App* verify_cmd = app.add_subcommand("verify", "check the data folder's files against the known SHA-256s");
   verify_cmd->add_option("names", verify_names, "datasets to check (default: every one that is there)");
-  verify_cmd->add_option("--dir", dir, "the data folder (default: the one the apps find)");
+  verify_cmd->add_option("--dir", dir, "the data folder (default: the one the apps find)")->check(non_empty);
   app.add_subcommand("list", "the datasets, their folders, URLs and published checksums");
   try {
     app.parse(argc, argv);
@@ -106,11 +112,6 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    for (CLI::App* sub : {fetch_cmd, verify_cmd})
-      for (const char* option : {"--dir", "--base-url"})
-        if (sub->parsed() && sub->get_option_no_throw(option) != nullptr && sub->count(option) > 0 &&
-            (option == std::string("--dir") ? dir : base_url).empty())
-          fail("{} {}: empty; give a folder or address", sub->get_name(), option);
     const std::vector<DatasetSpec> catalogue =
         catalogue_file.empty() ? builtin_catalogue() : load_catalogue(catalogue_file);
     if (app.got_subcommand("list")) return list(catalogue);

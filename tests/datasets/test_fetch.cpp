@@ -644,6 +644,14 @@ BOOST_AUTO_TEST_CASE(unknown_dataset_and_bad_base_url) {
   Run r = run_program({"fetch", "imagenet", "--dir", (dir / "data").string()}, dir / "log.txt");
   BOOST_TEST(r.status == 1);
   BOOST_TEST(contains(last_line(r.output), "unknown dataset \"imagenet\"; known: cifar10, mnist, tinyshakespeare"));
+  for (const char* option : {"--dir", "--base-url"}) {
+    r = run_program({"fetch", "mnist", option, ""}, dir / "log.txt");
+    BOOST_TEST(r.status != 0);
+    BOOST_TEST(contains(r.output, std::string(option) + ": empty"), option);
+  }
+  r = run_program({"verify", "--dir", ""}, dir / "log.txt");
+  BOOST_TEST(r.status != 0);
+  BOOST_TEST(contains(r.output, "--dir: empty"));
   r = run_program({"fetch", "mnist", "--dir", (dir / "data").string(), "--base-url", "ftp://example/"}, dir / "log.txt");
   BOOST_TEST(r.status == 1);
   BOOST_TEST(contains(last_line(r.output), "--base-url ftp://example/: must start with https://"));
