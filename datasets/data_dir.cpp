@@ -99,6 +99,23 @@ std::string fetch_command(const std::string& dataset, const std::string& configu
   return fmt::format("{} fetch {} --dir {}", program.string(), dataset, dir);
 }
 
+fs::path find_data_file(const fs::path& relative, const std::string& configured) {
+  const std::string first = relative.empty() ? "" : relative.begin()->string();
+  const bool fetchable = first == "cifar10" || first == "mnist" || first == "tinyshakespeare";
+  if (!fetchable) return find_data_dir(configured) / relative;
+  fs::path file;
+  try {
+    file = find_data_dir(configured) / relative;
+  } catch (const Error& e) {
+    fail("{}; fetch the data with: {}", e.what(), fetch_command(first, configured));
+  }
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    fail("{}: file not found; fetch it with: {}", file.string(),
+         fetch_command(first, file.parent_path().parent_path().string()));
+  return file;
+}
+
 fs::path find_data_dir(const std::string& configured) {
   if (auto dir = try_find_data_dir(configured)) return *dir;
   std::string looked;

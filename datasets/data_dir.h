@@ -10,7 +10,7 @@
 //      the repo works too)
 // When nothing matches, the Error lists every place it looked.
 // fetch_command() spells the posgrad-data command that fetches a dataset into the folder the
-// lookup would use, for the apps' messages when data is missing.
+// lookup would use, for the apps' messages when data is missing; find_data_file() uses it.
 // This file deliberately knows no dataset layouts (mnist/, cifar10/, ... are the loaders' business).
 #pragma once
 
@@ -34,5 +34,11 @@ std::vector<std::filesystem::path> data_dir_candidates();
 // program (relative to the current directory when below it), and as folder `configured`, else
 // $POSGRAD_DATA_DIR, else the data folder found, else ../shared/data (the first place looked).
 std::string fetch_command(const std::string& dataset, const std::string& configured = "");
+
+// find_data_dir(configured) / relative. When `relative` starts with the folder of a dataset that
+// posgrad-data fetches (cifar10/, mnist/, tinyshakespeare/) and the data folder is not found or
+// the file is not in it, the Error says so and names the fetch command. Other files are returned
+// unchecked (their reader reports them).
+std::filesystem::path find_data_file(const std::filesystem::path& relative, const std::string& configured = "");
 
 }  // namespace posgrad

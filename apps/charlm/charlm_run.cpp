@@ -86,23 +86,10 @@ Device parse_device(const std::string& name) {
   return device;
 }
 
-// The corpus file; when it is the Tiny Shakespeare that posgrad-data fetches and it is missing,
-// the error names the command that fetches it.
 std::filesystem::path resolve_data(const CharlmSettings& c) {
   const std::filesystem::path p(c.data.path);
   if (p.is_absolute() || std::filesystem::exists(p)) return p;
-  if (p.lexically_normal() != std::filesystem::path("tinyshakespeare") / "input.txt")
-    return find_data_dir(c.data.data_dir) / p;
-  std::filesystem::path file;
-  try {
-    file = find_data_dir(c.data.data_dir) / p;
-  } catch (const Error& e) {
-    fail("{}; fetch the corpus with: {}", e.what(), fetch_command("tinyshakespeare", c.data.data_dir));
-  }
-  if (!std::filesystem::exists(file))
-    fail("{}: file not found; fetch it with: {}", file.string(),
-         fetch_command("tinyshakespeare", file.parent_path().parent_path().string()));
-  return file;
+  return find_data_file(p, c.data.data_dir);  // names posgrad-data's command when Tiny Shakespeare is missing
 }
 
 CharVocab make_vocab(const CharlmSettings& c, const std::string& train_text) {

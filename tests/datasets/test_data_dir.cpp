@@ -83,4 +83,22 @@ BOOST_AUTO_TEST_CASE(fetch_command_names_the_program_and_the_folder) {
   BOOST_TEST(fetch_command("mnist", "/given").find(" --dir /given") != std::string::npos);  // configured wins
 }
 
+// A dataset file that posgrad-data fetches and that is missing: the error names the command.
+BOOST_AUTO_TEST_CASE(find_data_file_names_the_fetch_command) {
+  EnvGuard guard;
+  ::unsetenv(kDataDirEnv);
+  TempDir data;
+  const std::filesystem::path corpus = std::filesystem::path("tinyshakespeare") / "input.txt";
+  expect_error([&] { find_data_file(corpus, data.path().string()); },
+               {(data.path() / corpus).string() + ": file not found",
+                "posgrad-data fetch tinyshakespeare --dir " + data.path().string()});
+  expect_error([&] { find_data_file(corpus, (data.path() / "nowhere").string()); },
+               {"nowhere", "no such directory", "posgrad-data fetch tinyshakespeare --dir " + (data.path() / "nowhere").string()});
+  std::filesystem::create_directories(data.path() / "tinyshakespeare");
+  test::write_text(data.path() / corpus, "text");
+  BOOST_TEST(find_data_file(corpus, data.path().string()) == data.path() / corpus);
+  // Not a dataset posgrad-data knows: returned as it is, for its reader to report.
+  BOOST_TEST(find_data_file("enwik8/enwik8", data.path().string()) == data.path() / "enwik8" / "enwik8");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
