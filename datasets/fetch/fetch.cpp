@@ -200,7 +200,9 @@ std::string fetch_dataset(const DatasetSpec& spec, const FetchOptions& o) {
     } catch (const std::exception& e) {  // the staged archive is removed below: name it as published
       std::string why = e.what();
       if (why.rfind(archive.string() + ": ", 0) == 0) why = why.substr(archive.string().size() + 2);
-      fail("{}: unpacking {}: {}; nothing was kept", spec.name, spec.files[0].name, why);
+      const bool disk = why.rfind("cannot write", 0) == 0;  // says itself to free space and rerun
+      fail("{}: unpacking {}: {}; nothing was kept{}", spec.name, spec.files[0].name, why,
+           disk ? "" : ". The archive matched its published checksum: please report this");
     }
   } else {
     fs::create_directories(ready);
