@@ -54,6 +54,11 @@ DatasetCheck verify_dataset(const DatasetSpec& spec, const fs::path& data_dir) {
   for (const auto& k : spec.known_files) {
     known.insert(k.path);
     FileCheck f{spec.folder + "/" + k.path, ""};
+    if (!fs::exists(folder / k.path, ec)) {
+      f.problem = "missing";
+      check.files.push_back(f);
+      continue;
+    }
     try {
       const std::string actual = content_sha256(folder / k.path, k.gunzip);
       if (actual != k.sha256)

@@ -688,6 +688,16 @@ BOOST_AUTO_TEST_CASE(verify_names_a_changed_file) {
   BOOST_TEST(contains(r.output, "not there"));
   BOOST_TEST(contains(r.output, "posgrad-data fetch cifar10 --dir"));
   BOOST_TEST(contains(last_line(r.output), "1 problem in"));
+  // A CIFAR-10 folder with only the test batch: the known files are missing, the test batch (no
+  // published SHA-256) is listed as not checked.
+  fs::create_directories(dir / "data" / "cifar10");
+  test::write_text(dir / "data" / "cifar10" / "test_batch.bin", "x");
+  const Run cifar = run_program({"verify", "cifar10", "--dir", (dir / "data").string()}, dir / "log2.txt");
+  BOOST_TEST(cifar.status == 1);
+  BOOST_TEST(contains(cifar.output, "cifar10/data_batch_1.bin: FAILED: missing\n"));
+  BOOST_TEST(contains(cifar.output, "cifar10/test_batch.bin: not checked (no known checksum)"));
+  BOOST_TEST(!contains(cifar.output, "tinyshakespeare"), "only the dataset named");
+  BOOST_TEST(contains(last_line(cifar.output), "6 problems in"));
 }
 
 // MNIST's .gz files are checked by their decompressed contents: the same images recompressed pass.
