@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <memory>
 
 #include "tensor/error.h"
@@ -42,9 +43,20 @@ fs::path inner_path(const std::string& raw, const std::string& top_folder, const
 }
 
 // Whether a symbolic link at `inner` (relative to the folder) pointing at `target` stays inside.
+// `..` may only lead the target: after a name it could climb out of a folder that is itself a
+// link elsewhere (a/link/../..), which the lexical check cannot see. The link's own folder holds
+// no links (checked by the caller), so leading `..`s climb real folders.
 bool link_stays_inside(const fs::path& inner, const std::string& target) {
   const fs::path t(target);
   if (t.empty() || t.is_absolute()) return false;
+  bool named = false;
+  for (const auto& part : t) {
+    if (part == "..") {
+      if (named) return false;
+    } else if (!part.empty() && part != ".") {
+      named = true;
+    }
+  }
   const fs::path resolved = (inner.parent_path() / t).lexically_normal();
   return !resolved.empty() && *resolved.begin() != ".." && resolved != ".";
 }
@@ -107,12 +119,22 @@ void unpack_into(const fs::path& archive_path, const std::string& top_folder, co
     const fs::path out = inner.empty() ? into : into / inner;
     if (archive_entry_hardlink(entry) != nullptr)
       fail("{}: entry \"{}\" is a hard link; refused", archive_path.string(), name);
+    // Nothing is made through a link an earlier entry made (it could point anywhere it likes).
+    std::error_code ec;
+    fs::path folder = into;
+    for (auto part = inner.begin(); part != inner.end() && std::next(part) != inner.end(); ++part)
+      if (fs::is_symlink(folder /= *part, ec))
+        fail("{}: entry \"{}\" is inside a link; refused", archive_path.string(), name);
     const auto type = archive_entry_filetype(entry);
     if (type == AE_IFDIR) {
+      if (fs::is_symlink(out, ec)) fail("{}: entry \"{}\" is a folder over a link; refused", archive_path.string(), name);
       fs::create_directories(out);
       continue;
     }
     if (inner.empty()) fail("{}: entry \"{}\" should be a folder; refused", archive_path.string(), name);
+    // A name seen twice would write through, or replace, what an earlier entry made.
+    if (fs::exists(fs::symlink_status(out, ec)))
+      fail("{}: entry \"{}\" appears twice; refused", archive_path.string(), name);
     fs::create_directories(out.parent_path());
     if (type == AE_IFLNK) {
       const char* target = archive_entry_symlink(entry);
@@ -127,12 +149,6 @@ void unpack_into(const fs::path& archive_path, const std::string& top_folder, co
     if (archive_entry_size_is_set(entry) && archive_entry_size(entry) > max_entry_bytes)
       fail("{}: entry \"{}\" is larger than its cap of {} bytes; refused", archive_path.string(), name,
            max_entry_bytes);
-    // A name seen twice (or a file over a link) would write through what an earlier entry made.
-    std::error_code ec;
-    if (fs::exists(fs::symlink_status(out, ec)))
-      fail("{}: entry \"{}\" appears twice; refused", archive_path.string(), name);
-    for (fs::path up = out.parent_path(); up != into && !up.empty(); up = up.parent_path())
-      if (fs::is_symlink(up, ec)) fail("{}: entry \"{}\" is inside a link; refused", archive_path.string(), name);
     write_entry_data(a.get(), out, archive_path, name, max_entry_bytes);
   }
   if (!saw_top) fail("{}: the archive holds nothing under {}/", archive_path.string(), top_folder);

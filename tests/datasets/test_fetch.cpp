@@ -520,6 +520,13 @@ BOOST_AUTO_TEST_CASE(archive_entries_that_leave_the_folder_are_refused) {
       {"link out", TarGzWriter().symlink("set/link", "../../..").file("set/link/escaped.txt", "x").finish(),
        "is a link to \"../../..\", outside the folder"},
       {"absolute link", TarGzWriter().symlink("set/etc", "/etc").finish(), "is a link to \"/etc\", outside the folder"},
+      // d/e/up points at d (inside); d/e/up/../.. reads as "d" but climbs from d's parent: outside.
+      {"link climbing through a link",
+       TarGzWriter().folder("set/d/e/").symlink("set/d/e/up", "..").symlink("set/l", "d/e/up/../..").finish(),
+       "is a link to \"d/e/up/../..\", outside the folder"},
+      {"folder through a link", TarGzWriter().folder("set/sub/").symlink("set/in", "sub").folder("set/in/x/").finish(),
+       "entry \"set/in/x/\" is inside a link"},
+      {"link made twice", TarGzWriter().symlink("set/a", "b").symlink("set/a", "c").finish(), "appears twice"},
       {"outside the top folder", TarGzWriter().file("other/x.txt", "x").finish(), "is not inside set/"}};
   for (const Case& c : cases) {
     BOOST_TEST_CONTEXT(c.what) {
