@@ -75,6 +75,47 @@ std::optional<fs::path> try_find_data_dir(const std::string& configured) {
   return std::nullopt;
 }
 
+std::string fetch_command(const std::string& dataset, const std::string& configured) {
+  std::string dir = configured;
+  const char* env = std::getenv(kDataDirEnv);
+  if (dir.empty() && env != nullptr) dir = env;
+  if (dir.empty()) {
+    std::optional<fs::path> found;
+    try {
+      found = try_find_data_dir();
+    } catch (const Error&) {
+    }
+    dir = found ? found->string() : (fs::path("..") / "shared" / "data").string();
+  }
+  std::error_code ec;
+  fs::path program = fs::read_symlink("/proc/self/exe", ec).parent_path() / "posgrad-data";
+  const fs::path cwd = fs::current_path(ec);
+  if (!program.is_absolute() || !fs::exists(program, ec)) {
+    program = fs::path("build") / "bin" / "posgrad-data";
+  } else if (!ec) {
+    const fs::path relative = program.lexically_relative(cwd);
+    if (!relative.empty() && *relative.begin() != "..") program = relative;
+  }
+  return fmt::format("{} fetch {} --dir {}", program.string(), dataset, dir);
+}
+
+fs::path find_data_file(const fs::path& relative, const std::string& configured) {
+  const std::string first = relative.empty() ? "" : relative.begin()->string();
+  const bool fetchable = first == "cifar10" || first == "mnist" || first == "tinyshakespeare";
+  if (!fetchable) return find_data_dir(configured) / relative;
+  fs::path file;
+  try {
+    file = find_data_dir(configured) / relative;
+  } catch (const Error& e) {
+    fail("{}; fetch the data with: {}", e.what(), fetch_command(first, configured));
+  }
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    fail("{}: file not found; fetch it with: {}", file.string(),
+         fetch_command(first, file.parent_path().parent_path().string()));
+  return file;
+}
+
 fs::path find_data_dir(const std::string& configured) {
   if (auto dir = try_find_data_dir(configured)) return *dir;
   std::string looked;

@@ -9,6 +9,8 @@
 //   5. <the source tree this library was built from>/../shared/data (so a build folder outside
 //      the repo works too)
 // When nothing matches, the Error lists every place it looked.
+// fetch_command() spells the posgrad-data command that fetches a dataset into the folder the
+// lookup would use, for the apps' messages when data is missing; find_data_file() uses it.
 // This file deliberately knows no dataset layouts (mnist/, cifar10/, ... are the loaders' business).
 #pragma once
 
@@ -27,5 +29,16 @@ std::filesystem::path find_data_dir(const std::string& configured = "");
 std::optional<std::filesystem::path> try_find_data_dir(const std::string& configured = "");
 // The automatic candidates (steps 3-5), in order, for messages and docs.
 std::vector<std::filesystem::path> data_dir_candidates();
+
+// "build/bin/posgrad-data fetch <dataset> --dir <folder>": the posgrad-data beside the running
+// program (relative to the current directory when below it), and as folder `configured`, else
+// $POSGRAD_DATA_DIR, else the data folder found, else ../shared/data (the first place looked).
+std::string fetch_command(const std::string& dataset, const std::string& configured = "");
+
+// find_data_dir(configured) / relative. When `relative` starts with the folder of a dataset that
+// posgrad-data fetches (cifar10/, mnist/, tinyshakespeare/) and the data folder is not found or
+// the file is not in it, the Error says so and names the fetch command. Other files are returned
+// unchecked (their reader reports them).
+std::filesystem::path find_data_file(const std::filesystem::path& relative, const std::string& configured = "");
 
 }  // namespace posgrad

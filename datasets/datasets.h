@@ -1,10 +1,11 @@
 // The datasets layer in one include: Dataset/DataLoader, the file formats (IDX/MNIST, CIFAR-10
-// binary, char-level text), the count24 task, splits, the data folder lookup and SHA-256 checks.
+// binary, char-level text), the count24 task, splits, the data folder lookup and file checksums.
 // This file deliberately declares nothing itself.
 #pragma once
 
 #include "datasets/char_corpus.h"
 #include "datasets/char_vocab.h"
+#include "datasets/checksum.h"
 #include "datasets/cifar10.h"
 #include "datasets/count24.h"
 #include "datasets/data_dir.h"
@@ -16,5 +17,4 @@
 #include "datasets/mnist.h"
 #include "datasets/pixels.h"
 #include "datasets/seeding.h"
-#include "datasets/sha256.h"
 #include "datasets/split.h"

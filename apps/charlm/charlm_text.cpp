@@ -67,7 +67,7 @@ DataFingerprint fingerprint_from_json(const nlohmann::json& j) {
 std::filesystem::path resolve_data(const CharlmSettings& c) {
   const std::filesystem::path p(c.data.path);
   if (p.is_absolute() || std::filesystem::exists(p)) return p;
-  return find_data_dir(c.data.data_dir) / p;
+  return find_data_file(p, c.data.data_dir);  // names posgrad-data's command when Tiny Shakespeare is missing
 }
 
 Tensor encode_checked(const CharVocab& vocab, const std::string& text, const std::string& what) {

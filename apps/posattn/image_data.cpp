@@ -66,19 +66,21 @@ ImageSet prepare(Tensor images, Tensor labels, const PosattnSettings& c, std::ve
 }  // namespace
 
 std::filesystem::path dataset_folder(const PosattnSettings& c) {
+  const std::string name = c.data.dataset == "cifar10" ? "cifar10" : "mnist";
   std::filesystem::path root;
   try {
     root = find_data_dir(c.data.dir);
   } catch (const Error& e) {
-    fail("{}\n(point the app at your data with -Ddata.dir=FOLDER or {}=FOLDER; FOLDER holds cifar10/ or mnist/)",
-         e.what(), kDataDirEnv);
+    fail("{}\n(point the app at your data with -Ddata.dir=FOLDER or {}=FOLDER; FOLDER holds cifar10/ or mnist/; or "
+         "fetch it: {})",
+         e.what(), kDataDirEnv, fetch_command(name, c.data.dir));
   }
-  const std::filesystem::path sub = root / (c.data.dataset == "cifar10" ? "cifar10" : "mnist");
+  const std::filesystem::path sub = root / name;
   if (!std::filesystem::is_directory(sub))
-    fail("data.dataset {}: no folder '{}' in the data folder '{}' (found via {}); point elsewhere with -Ddata.dir=FOLDER "
-         "or {}=FOLDER",
+    fail("data.dataset {}: no folder '{}' in the data folder '{}' (found via {}); fetch it with {}, or point elsewhere "
+         "with -Ddata.dir=FOLDER or {}=FOLDER",
          c.data.dataset, sub.filename().string(), root.string(), c.data.dir.empty() ? "the default lookup" : "data.dir",
-         kDataDirEnv);
+         fetch_command(name, root.string()), kDataDirEnv);
   return sub;
 }
 

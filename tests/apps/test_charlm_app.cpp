@@ -389,4 +389,22 @@ BOOST_AUTO_TEST_CASE(empty_paths_are_usage_errors) {
   }
 }
 
+// Without Tiny Shakespeare in the data folder the error names the command that fetches it there.
+BOOST_AUTO_TEST_CASE(missing_corpus_names_the_fetch_command) {
+  TempDir tmp;
+  fs::create_directories(tmp.path() / "empty_data");
+  const fs::path log = tmp.path() / "log.txt";
+  const int rc = run("train -Ddata.data_dir=" + (tmp.path() / "empty_data").string() + " --out " +
+                         (tmp.path() / "r").string(),
+                     log);
+  const std::string text = read_text(log);
+  BOOST_TEST(rc == 1, text);
+  BOOST_TEST(text.find((tmp.path() / "empty_data" / "tinyshakespeare" / "input.txt").string() + ": file not found") !=
+                 std::string::npos,
+             text);
+  BOOST_TEST(text.find("posgrad-data fetch tinyshakespeare --dir " + (tmp.path() / "empty_data").string()) !=
+                 std::string::npos,
+             text);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -194,9 +194,14 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_a_clear_error) {
     for (const auto& n : needles) BOOST_TEST(text.find(n) != std::string::npos, args << ": '" << n << "' missing from " << text);
   };
   fails_with("-Ddata.dir=" + (tmp.path() / "no_data").string(),
-             {(tmp.path() / "no_data").string(), "no such directory", "-Ddata.dir=FOLDER", "POSGRAD_DATA_DIR"});
+             {(tmp.path() / "no_data").string(), "no such directory", "-Ddata.dir=FOLDER", "POSGRAD_DATA_DIR",
+              "posgrad-data fetch cifar10 --dir " + (tmp.path() / "no_data").string()});
   fs::create_directories(tmp.path() / "empty_data");
-  fails_with("-Ddata.dir=" + (tmp.path() / "empty_data").string(), {"no folder 'cifar10'", "empty_data", "-Ddata.dir"});
+  fails_with("-Ddata.dir=" + (tmp.path() / "empty_data").string(),
+             {"no folder 'cifar10'", "empty_data", "-Ddata.dir",
+              "posgrad-data fetch cifar10 --dir " + (tmp.path() / "empty_data").string()});
+  fails_with("-Ddata.dataset=mnist -Ddata.dir=" + (tmp.path() / "empty_data").string(),
+             {"no folder 'mnist'", "posgrad-data fetch mnist --dir " + (tmp.path() / "empty_data").string()});
   fails_with("-Ddata.image_size=12", {"data.image_size 12 does not fit", "32x32", "must divide 32"});
   fails_with("-Dmodel.positional=sirne", {"unknown scheme 'sirne'", "siren", "txl_baseline"});
   fails_with("-Ddata.dataset=smnist -Dmodel.positional_dims=2", {"positional_dims = 2 needs an image grid"});

@@ -66,4 +66,39 @@ BOOST_AUTO_TEST_CASE(relative_to_current_directory) {
   BOOST_TEST(std::filesystem::equivalent(*found, root / "shared" / "data"));
 }
 
+// The command the apps print when data is missing: the posgrad-data built beside this program,
+// and the folder the lookup would use.
+BOOST_AUTO_TEST_CASE(fetch_command_names_the_program_and_the_folder) {
+  EnvGuard guard;
+  ::unsetenv(kDataDirEnv);
+  const std::string given = fetch_command("cifar10", "/some/where");
+  const std::string suffix = " fetch cifar10 --dir /some/where";
+  BOOST_REQUIRE(given.size() > suffix.size());
+  BOOST_TEST(given.substr(given.size() - suffix.size()) == suffix);
+  const std::filesystem::path program = given.substr(0, given.size() - suffix.size());
+  BOOST_TEST(program.filename() == "posgrad-data");
+  BOOST_TEST(std::filesystem::exists(program), program << " is the program beside test_datasets");
+  ::setenv(kDataDirEnv, "/from/env", 1);
+  BOOST_TEST(fetch_command("mnist").find(" fetch mnist --dir /from/env") != std::string::npos);
+  BOOST_TEST(fetch_command("mnist", "/given").find(" --dir /given") != std::string::npos);  // configured wins
+}
+
+// A dataset file that posgrad-data fetches and that is missing: the error names the command.
+BOOST_AUTO_TEST_CASE(find_data_file_names_the_fetch_command) {
+  EnvGuard guard;
+  ::unsetenv(kDataDirEnv);
+  TempDir data;
+  const std::filesystem::path corpus = std::filesystem::path("tinyshakespeare") / "input.txt";
+  expect_error([&] { find_data_file(corpus, data.path().string()); },
+               {(data.path() / corpus).string() + ": file not found",
+                "posgrad-data fetch tinyshakespeare --dir " + data.path().string()});
+  expect_error([&] { find_data_file(corpus, (data.path() / "nowhere").string()); },
+               {"nowhere", "no such directory", "posgrad-data fetch tinyshakespeare --dir " + (data.path() / "nowhere").string()});
+  std::filesystem::create_directories(data.path() / "tinyshakespeare");
+  test::write_text(data.path() / corpus, "text");
+  BOOST_TEST(find_data_file(corpus, data.path().string()) == data.path() / corpus);
+  // Not a dataset posgrad-data knows: returned as it is, for its reader to report.
+  BOOST_TEST(find_data_file("enwik8/enwik8", data.path().string()) == data.path() / "enwik8" / "enwik8");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

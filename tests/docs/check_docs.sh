@@ -50,6 +50,7 @@ NOT_RUN=(
   "build/bin/posgrad-sweep configs/posattn/sweeps/ex*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
   "build/bin/bench_posattn_step *--checkpoint runs/*|needs a trained 2-D + span run of the quick sweep (runs/ is not in the scratch folder); the twins and the step run here without --checkpoint"
   "build/bin/posgrad-sweep configs/posattn/sweeps/2d_vs_1d*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
+  "build/bin/posgrad-data fetch *|downloads from the internet; test_datasets' fetch suite runs fetch against a local server (tinyshakespeare_from_a_local_server and the failure cases)"
 )
 
 # Settings appended to a program's documented training command so that it runs in seconds (not

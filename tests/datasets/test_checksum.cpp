@@ -1,16 +1,17 @@
-// SHA-256: FIPS test vectors, chunked updates, agreement with the `sha256sum` tool on a file
-// written here, verify_sha256 errors, and the shared data's SHA256SUMS when present.
+// Digests through libcrypto: the FIPS 180-4 SHA-256 and RFC 1321 MD5 test vectors, chunked
+// updates, agreement with the `sha256sum` tool on a file written here, verify errors, and the
+// shared data's SHA256SUMS when present.
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
 
-#include "datasets/sha256.h"
+#include "datasets/checksum.h"
 #include "test_util.h"
 
 using namespace posgrad;
 using posgrad::test::expect_error;
 using posgrad::test::TempDir;
 
-BOOST_AUTO_TEST_SUITE(sha256)
+BOOST_AUTO_TEST_SUITE(checksum)
 
 BOOST_AUTO_TEST_CASE(known_vectors) {
   BOOST_TEST(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -19,6 +20,20 @@ BOOST_AUTO_TEST_CASE(known_vectors) {
              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   BOOST_TEST(sha256_hex(std::string(1000000, 'a')) ==
              "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // RFC 1321, appendix A.5
+  BOOST_TEST(md5_hex("") == "d41d8cd98f00b204e9800998ecf8427e");
+  BOOST_TEST(md5_hex("abc") == "900150983cd24fb0d6963f7d28e17f72");
+  BOOST_TEST(md5_hex("message digest") == "f96b697d7cb7938d525a2f31aaf161d0");
+  BOOST_TEST(md5_hex("12345678901234567890123456789012345678901234567890123456789012345678901234567890") ==
+             "57edf4a22be3c955ac49da2e2107b67a");
+}
+
+BOOST_AUTO_TEST_CASE(a_digest_is_finished_once) {
+  Digest d(DigestKind::Sha256);
+  d.update("abc");
+  BOOST_TEST(d.hex() == sha256_hex("abc"));
+  expect_error([&] { d.hex(); }, {"SHA-256", "twice"});
+  expect_error([&] { d.update("more"); }, {"SHA-256", "update after hex()"});
 }
 
 BOOST_AUTO_TEST_CASE(chunked_updates_match_one_shot) {
@@ -26,9 +41,9 @@ BOOST_AUTO_TEST_CASE(chunked_updates_match_one_shot) {
   for (int i = 0; i < 1000; ++i) data.push_back(static_cast<char>(i * 7 + 3));
   const std::string expected = sha256_hex(data);
   for (size_t chunk : {1u, 3u, 55u, 56u, 63u, 64u, 65u, 200u}) {
-    Sha256 h;
+    Digest h(DigestKind::Sha256);
     for (size_t at = 0; at < data.size(); at += chunk) h.update(std::string_view(data).substr(at, chunk));
-    BOOST_TEST(h.hex_digest() == expected);
+    BOOST_TEST(h.hex() == expected);
   }
   // Padding edge cases: lengths around a block boundary.
   for (size_t n : {55u, 56u, 57u, 63u, 64u, 65u, 119u, 120u}) BOOST_TEST(sha256_hex(std::string(n, 'x')).size() == 64u);
@@ -62,6 +77,8 @@ BOOST_AUTO_TEST_CASE(mismatch_and_sums_file) {
   test::write_text(dir / "b.txt", "not abc");
   expect_error([&] { verify_sha256(dir / "b.txt", sha256_hex("abc")); }, {"b.txt", "SHA-256 mismatch", sha256_hex("abc")});
   expect_error([&] { verify_sha256(dir / "c.txt", sha256_hex("abc")); }, {"c.txt", "file not found"});
+  verify_file_digest(DigestKind::Md5, dir / "a.txt", "900150983CD24FB0D6963F7D28E17F72");
+  expect_error([&] { verify_file_digest(DigestKind::Md5, dir / "b.txt", md5_hex("abc")); }, {"b.txt", "MD5 mismatch"});
   test::write_text(dir / "SHA256SUMS", sha256_hex("abc") + "  a.txt\n" + sha256_hex("abc") + "  b.txt\n" +
                                            sha256_hex("abc") + " *c.txt\n");
   const auto results = verify_sha256sums(dir / "SHA256SUMS");
