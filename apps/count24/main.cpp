@@ -235,6 +235,7 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
              device.str(), at.step, c.train.steps, c.train.batch_size, run.path().string());
 
   Progress progress(c.train.steps, "train");
+  progress.start_at(at.step);  // updates come every train.log_every steps
   while (at.step < c.train.steps) {
     for (const Batch& b : loader.epoch(at.epoch, at.batch_in_epoch)) {
       if (at.step >= c.train.steps) break;

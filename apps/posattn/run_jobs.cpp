@@ -159,6 +159,7 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
   std::fflush(stdout);
 
   Progress progress(total_steps, "train");
+  progress.start_at(at.step);  // updates come every train.log_every steps
   bool poisoned = false;
   const auto reached_max = [&] { return c.train.max_steps > 0 && at.step >= c.train.max_steps; };
   while (at.epoch < c.train.epochs && !reached_max()) {

@@ -159,6 +159,9 @@ BOOST_AUTO_TEST_CASE(killed_run_resumes_with_identical_losses) {
 
   BOOST_REQUIRE_MESSAGE(run("--resume " + killed.string(), tmp.path() / "resumed.txt") == 0,
                         read_text(tmp.path() / "resumed.txt"));
+  // The done line counts the steps this process ran, though progress updates come every 20 steps.
+  const std::string done = fmt::format("train done: {} steps (steps {}-1200)", 1200 - stopped_at, stopped_at + 1);
+  BOOST_TEST(read_text(tmp.path() / "resumed.txt").find(done) != std::string::npos, read_text(tmp.path() / "resumed.txt"));
   const auto expected = metrics_without_time(reference), got = metrics_without_time(killed);
   BOOST_REQUIRE_EQUAL(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) BOOST_TEST(got[i] == expected[i], "line " << i + 1 << ": " << got[i].dump() << " vs " << expected[i].dump());

@@ -160,9 +160,13 @@ BOOST_AUTO_TEST_CASE(short_run_resume_eval_and_nan) {
   }
   BOOST_REQUIRE_MESSAGE(!exited, "the run ended before it could be killed:\n" << read_text(tmp.path() / "killed.txt"));
   BOOST_TEST(!fs::exists(killed / "summary.json"));
-  BOOST_TEST_MESSAGE("killed after the checkpoint of step " << latest_step(killed));
+  const int64_t stopped_at = latest_step(killed);
+  BOOST_TEST_MESSAGE("killed after the checkpoint of step " << stopped_at);
   BOOST_REQUIRE_MESSAGE(run("--resume " + killed.string(), tmp.path() / "resumed.txt") == 0,
                         read_text(tmp.path() / "resumed.txt"));
+  // The done line counts the steps this process ran (3 epochs of 12 steps).
+  const std::string done = fmt::format("train done: {} steps (steps {}-36)", 36 - stopped_at, stopped_at + 1);
+  BOOST_TEST(read_text(tmp.path() / "resumed.txt").find(done) != std::string::npos, read_text(tmp.path() / "resumed.txt"));
   const auto resumed = metrics_without_time(killed);
   BOOST_REQUIRE_EQUAL(resumed.size(), records.size());
   for (size_t i = 0; i < resumed.size(); ++i)
