@@ -154,6 +154,12 @@ struct TextData {
 };
 
 TextData load_text(const CharlmSettings& c) {
+  // Validation follows the training split, so the two cannot ask for more than the whole file.
+  // (1e-12: 0.7 + 0.3 and the like may round above 1.)
+  if (c.data.val_fraction > 0 && c.data.train_fraction + c.data.val_fraction > 1 + 1e-12)
+    fail("data.train_fraction ({}) + data.val_fraction ({}) = {} is more than the whole file; lower one of them "
+         "(data.val_fraction 0: validate on all the rest)",
+         c.data.train_fraction, c.data.val_fraction, c.data.train_fraction + c.data.val_fraction);
   const std::filesystem::path path = resolve_data(c);
   const CharCorpus corpus = CharCorpus::load(path, c.data.train_fraction);
   TextData d;
