@@ -12,7 +12,7 @@ namespace posgrad {
 namespace {
 constexpr int64_t kPixels = 3 * 32 * 32;
 
-int64_t count_records(const std::filesystem::path& path) {
+int64_t count_records(const std::filesystem::path& path, int64_t expected) {
   require_file(path);
   const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path));
   if (bytes == 0) fail("{}: file is empty, expected CIFAR-10 records of {} bytes", path.string(), kCifarRecordBytes);
@@ -20,15 +20,21 @@ int64_t count_records(const std::filesystem::path& path) {
     fail("{}: wrong size: {} bytes is not a multiple of the {}-byte CIFAR-10 record ({} records "
          "and {} bytes left over)",
          path.string(), bytes, kCifarRecordBytes, bytes / kCifarRecordBytes, bytes % kCifarRecordBytes);
-  return bytes / kCifarRecordBytes;
+  const int64_t records = bytes / kCifarRecordBytes;
+  if (expected > 0 && records != expected)
+    fail("{}: the file holds {} records of {} bytes; a CIFAR-10 batch holds exactly {} (a truncated or partial "
+         "download? fetch it again)",
+         path.string(), records, kCifarRecordBytes, expected);
+  return records;
 }
 }  // namespace
 
-Cifar10 load_cifar10_files(const std::vector<std::filesystem::path>& files, PixelRange range) {
+Cifar10 load_cifar10_files(const std::vector<std::filesystem::path>& files, PixelRange range,
+                           int64_t records_per_file) {
   if (files.empty()) fail("load_cifar10_files: no files given");
   std::vector<int64_t> counts;
   int64_t total = 0;
-  for (const auto& f : files) total += counts.emplace_back(count_records(f));
+  for (const auto& f : files) total += counts.emplace_back(count_records(f, records_per_file));
   Cifar10 out{Tensor::empty({total, 3, 32, 32}, kFloat32), Tensor::empty({total}, kInt64)};
   float* images = out.images.data<float>();
   int64_t* labels = out.labels.data<int64_t>();
@@ -55,19 +61,21 @@ Cifar10 load_cifar10_files(const std::vector<std::filesystem::path>& files, Pixe
   return out;
 }
 
-Cifar10 load_cifar10_train(const std::filesystem::path& dir, PixelRange range, int64_t batches) {
+Cifar10 load_cifar10_train(const std::filesystem::path& dir, PixelRange range, int64_t batches,
+                           int64_t records_per_file) {
   if (batches < 1 || batches > kCifarTrainBatches)
     fail("load_cifar10_train: {} training batches asked for; CIFAR-10 has data_batch_1 .. data_batch_{}", batches,
          kCifarTrainBatches);
   std::vector<std::filesystem::path> files;
   for (int64_t b = 1; b <= batches; ++b) files.push_back(dir / fmt::format("data_batch_{}.bin", b));
-  return load_cifar10_files(files, range);
+  return load_cifar10_files(files, range, records_per_file);
 }
 
-std::optional<Cifar10> load_cifar10_test(const std::filesystem::path& dir, PixelRange range) {
+std::optional<Cifar10> load_cifar10_test(const std::filesystem::path& dir, PixelRange range,
+                                         int64_t records_per_file) {
   const std::filesystem::path file = dir / "test_batch.bin";
   if (!std::filesystem::exists(file)) return std::nullopt;
-  return load_cifar10_files({file}, range);
+  return load_cifar10_files({file}, range, records_per_file);
 }
 
 std::vector<std::string> cifar10_class_names(const std::filesystem::path& dir) {

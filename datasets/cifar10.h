@@ -23,6 +23,7 @@ namespace posgrad {
 
 inline constexpr int64_t kCifarRecordBytes = 3073;
 inline constexpr int64_t kCifarTrainBatches = 5;
+inline constexpr int64_t kCifarBatchRecords = 10000;  // in each data_batch_N.bin and in test_batch.bin
 
 struct Cifar10 {
   Tensor images;  // float32 [n, 3, 32, 32]
@@ -33,16 +34,21 @@ struct Cifar10 {
 };
 
 // One or more batch files, concatenated in the given order. Errors name the file: missing, empty,
-// size not a multiple of 3073, a label above 9 (with its record index).
+// size not a multiple of 3073, a label above 9 (with its record index), and, when
+// `records_per_file` is not 0, a file of another number of records (one cut at a record boundary
+// has a valid size).
 Cifar10 load_cifar10_files(const std::vector<std::filesystem::path>& files,
-                           PixelRange range = PixelRange::Symmetric);
+                           PixelRange range = PixelRange::Symmetric, int64_t records_per_file = 0);
 // data_batch_1.bin .. data_batch_<batches>.bin from `dir` (all five: 50,000 images; fewer for a
-// partial copy, e.g. the one batch the GPU bundle carries). `batches` outside 1..5 is an error.
+// partial copy, e.g. the one batch the GPU bundle carries). `batches` outside 1..5 is an error;
+// so is a file that does not hold exactly `records_per_file` records (CIFAR-10's 10,000; tests
+// write smaller batches).
 Cifar10 load_cifar10_train(const std::filesystem::path& dir, PixelRange range = PixelRange::Symmetric,
-                           int64_t batches = kCifarTrainBatches);
-// test_batch.bin from `dir` when it exists, else nullopt.
+                           int64_t batches = kCifarTrainBatches, int64_t records_per_file = kCifarBatchRecords);
+// test_batch.bin from `dir` when it exists (exactly `records_per_file` records), else nullopt.
 std::optional<Cifar10> load_cifar10_test(const std::filesystem::path& dir,
-                                         PixelRange range = PixelRange::Symmetric);
+                                         PixelRange range = PixelRange::Symmetric,
+                                         int64_t records_per_file = kCifarBatchRecords);
 // Class names from batches.meta.txt when present, else the standard ten.
 std::vector<std::string> cifar10_class_names(const std::filesystem::path& dir = {});
 

@@ -96,6 +96,12 @@ struct Splits {
 
 Splits read_splits(const CharlmSettings& c) {
   Splits s;
+  // Validation follows the training split, so the two cannot ask for more than the whole file.
+  // (1e-12: 0.7 + 0.3 and the like may round above 1.)
+  if (c.data.val_fraction > 0 && c.data.train_fraction + c.data.val_fraction > 1 + 1e-12)
+    fail("data.train_fraction ({}) + data.val_fraction ({}) = {} is more than the whole file; lower one of them "
+         "(data.val_fraction 0: validate on all the rest)",
+         c.data.train_fraction, c.data.val_fraction, c.data.train_fraction + c.data.val_fraction);
   s.path = resolve_data(c);
   const CharCorpus corpus = CharCorpus::load(s.path, c.data.train_fraction);
   s.train = corpus.text(TextSplit::Train);

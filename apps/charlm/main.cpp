@@ -34,6 +34,7 @@
 
 #include "apps/charlm/charlm_run.h"
 #include "apps/common/cli.h"
+#include "apps/common/number_option.h"
 
 using namespace posgrad;
 using namespace posgrad::apps;
@@ -59,9 +60,10 @@ int main(int argc, char** argv) {
   refuse_empty(sample_job.add_option("--checkpoint", sample.run_dir, "the run folder"))->required();
   sample_job.add_option("--which", sample.which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
   sample_job.add_option("--prompt", sample.prompt, "text to start from (every character must be in the vocabulary)");
-  sample_job.add_option("--tokens", sample.tokens, "characters to generate")->check(CLI::NonNegativeNumber);
-  sample_job.add_option("--temperature", sample.temperature, "softmax temperature (> 0)")->check(CLI::PositiveNumber);
-  sample_job.add_option("--top-k", sample.top_k, "sample among the k most likely (0: all)")->check(CLI::NonNegativeNumber);
+  sample_job.add_option("--tokens", sample.tokens, "characters to generate")->check(number_in(NumberRange::at_least(0)));
+  sample_job.add_option("--temperature", sample.temperature, "softmax temperature")->check(number_in(NumberRange::above(0)));
+  sample_job.add_option("--top-k", sample.top_k, "sample among the k most likely (0: all)")
+      ->check(number_in(NumberRange::at_least(0)));
   sample_job.add_option("--seed", sample.seed, "sampling seed");
   refuse_empty(sample_job.add_option("--figure", sample.figure,
                                      "also draw the attention of the last 40 generated characters (PNG path)"));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/ranges.h>
@@ -115,37 +116,38 @@ Setting& Setting::choices(std::vector<std::string> allowed) {
 
 Setting& Setting::at_least(double bound) {
   POSGRAD_CHECK(is_number_, "setting '{}': at_least() is only for number settings", key_);
-  min_ = bound;
-  min_strict_ = false;
+  range_.min = bound;
+  range_.min_strict = false;
   return *this;
 }
 
 Setting& Setting::above(double bound) {
   at_least(bound);
-  min_strict_ = true;
+  range_.min_strict = true;
   return *this;
 }
 
 Setting& Setting::at_most(double bound) {
   POSGRAD_CHECK(is_number_, "setting '{}': at_most() is only for number settings", key_);
-  max_ = bound;
+  range_.max = bound;
+  return *this;
+}
+
+Setting& Setting::allow_infinite() {
+  POSGRAD_CHECK(type_ == "float" || type_ == "list of float", "setting '{}': allow_infinite() is only for float settings",
+                key_);
+  range_.infinite_allowed = true;
   return *this;
 }
 
 std::string Setting::constraint_text() const {
   if (!choices_.empty()) return fmt::format("one of: {}", fmt::join(choices_, ", "));
-  const std::string lo = min_ ? fmt::format("{} {}", min_strict_ ? ">" : ">=", *min_) : "";
-  const std::string hi = max_ ? fmt::format("<= {}", *max_) : "";
-  if (!lo.empty() && !hi.empty()) return lo + " and " + hi;
-  return lo + hi;
+  return range_.text();
 }
 
 std::string Setting::violation(const std::vector<double>& numbers, const std::vector<std::string>& texts) const {
-  for (double v : numbers) {
-    const bool below = min_ && (min_strict_ ? !(v > *min_) : !(v >= *min_));
-    const bool over = max_ && !(v <= *max_);
-    if (below || over) return fmt::format("{} is out of range: must be {}", setting_codec::format(v), constraint_text());
-  }
+  for (double v : numbers)
+    if (std::string why = range_.violation(v); !why.empty()) return why;
   if (!choices_.empty())
     for (const std::string& t : texts)
       if (std::find(choices_.begin(), choices_.end(), t) == choices_.end()) {
@@ -226,20 +228,37 @@ namespace {
 // overflows).
 constexpr int kMaxSectionDepth = 32;
 
-// Walks a YAML map, calling `leaf(key, node, line)` for every value that is not a map.
-template <typename Leaf>
-void walk(const YAML::Node& map, const std::string& prefix, const Leaf& leaf, const std::string& origin,
-          int depth = 0) {
+// One value of a settings file: its dotted key, the node and the line of its key.
+struct Leaf {
+  std::string key;
+  YAML::Node node;
+  int line;
+};
+
+// Collects every value of a YAML map that is not a map, in file order. A key given twice in one
+// map is an error (yaml-cpp keeps both and the later would win), and so is one dotted key reached
+// twice (`train.lr: 1` and `train: {lr: 2}`).
+void walk(const YAML::Node& map, const std::string& prefix, std::vector<Leaf>& leaves,
+          std::map<std::string, int>& first_line, const std::string& origin, int depth = 0) {
   if (depth > kMaxSectionDepth)
     fail("{}: sections nested deeper than {} levels under '{}' (an alias of a map inside itself?)", origin,
          kMaxSectionDepth, prefix.substr(0, std::min<size_t>(prefix.size(), 80)));
+  std::map<std::string, int> in_this_map;
   for (const auto& item : map) {
+    const int line = item.first.Mark().line + 1;
     if (!item.first.IsScalar())  // YAML allows `? {a: 1}: x` and `[a, b]: x`; as<std::string> would throw
-      fail("{} (line {}): a setting name must be plain text, not {}", origin, item.first.Mark().line + 1,
+      fail("{} (line {}): a setting name must be plain text, not {}", origin, line,
            item.first.IsMap() ? "a map" : item.first.IsSequence() ? "a list" : "null");
     const std::string key = prefix + item.first.as<std::string>();
-    if (item.second.IsMap()) walk(item.second, key + ".", leaf, origin, depth + 1);
-    else leaf(key, item.second, item.first.Mark().line + 1);
+    const auto [seen, fresh] = in_this_map.emplace(item.first.as<std::string>(), line);
+    if (!fresh) fail("{} (line {}): '{}' is given twice (first on line {})", origin, line, key, seen->second);
+    if (item.second.IsMap()) {
+      walk(item.second, key + ".", leaves, first_line, origin, depth + 1);
+      continue;
+    }
+    const auto [earlier, first] = first_line.emplace(key, line);
+    if (!first) fail("{} (line {}): '{}' is given twice (first on line {})", origin, line, key, earlier->second);
+    leaves.push_back({key, item.second, line});
   }
 }
 
@@ -254,9 +273,14 @@ void Settings::load_yaml_text(const std::string& text, const std::string& origin
   }
   if (root.IsNull()) return;  // an empty preset changes nothing
   POSGRAD_CHECK(root.IsMap(), "{}: the top level must be a map of settings (key: value)", origin);
-  walk(root, "", [&](const std::string& key, const YAML::Node& node, int line) {
+  std::vector<Leaf> leaves;
+  std::map<std::string, int> first_line;
+  walk(root, "", leaves, first_line, origin);  // the whole file first: a repeated key changes nothing
+  for (const Leaf& leaf : leaves) {
+    const std::string& key = leaf.key;
+    const YAML::Node& node = leaf.node;
     Setting& s = require(key, origin);
-    const std::string where = fmt::format("{} (line {})", origin, line);
+    const std::string where = fmt::format("{} (line {})", origin, leaf.line);
     if (node.IsNull()) fail("{}: setting '{}' has no value", where, key);
     if (node.IsSequence()) {
       std::vector<std::string> items;
@@ -268,7 +292,7 @@ void Settings::load_yaml_text(const std::string& text, const std::string& origin
     } else {
       s.assign({node.Scalar()}, false, where);
     }
-  }, origin);
+  }
 }
 
 void Settings::load_yaml_file(const std::filesystem::path& path) {

@@ -17,6 +17,11 @@
 // true/false/yes/no/on/off/1/0; a list takes a YAML list or "[1, 2]" / "1,2" on the command line.
 // Values must be valid UTF-8 text. Sections nest at most 32 deep (which also stops a YAML alias
 // of a map inside itself).
+// A float setting takes finite numbers only: nan is never a value, and inf / -inf only where the
+// app opts in with allow_infinite() (where infinity means something, e.g. "no limit").
+// Within one settings file each key is given once (a YAML key twice in one map, or one setting
+// spelled twice, `train.lr` and `train: {lr}`, is an error naming both lines); across presets and
+// overrides the later one wins.
 // Errors (posgrad::Error) name the setting, the value, where it came from, and what was
 // expected: the type, the choices or the range; an unknown key names the closest declared key.
 // to_yaml() writes every setting with its resolved value and help as a comment: loading it back
@@ -39,6 +44,8 @@
 
 #include <fmt/format.h>
 
+#include "apps/common/number_range.h"
+
 namespace posgrad::apps {
 
 // One declared setting: its key, help, type, constraints and the binding to the app's field.
@@ -50,6 +57,8 @@ class Setting {
   Setting& at_least(double bound);  // >= bound
   Setting& at_most(double bound);   // <= bound
   Setting& above(double bound);     // > bound
+  // Only for float settings (and float lists): inf and -inf are values too (within the bounds).
+  Setting& allow_infinite();
 
   const std::string& key() const { return key_; }
   const std::string& help() const { return help_; }
@@ -59,7 +68,7 @@ class Setting {
   // a string element may hold ", " or start with a space.
   std::vector<std::string> value_items() const { return items_(); }
   const std::string& default_text() const { return default_text_; }
-  std::string constraint_text() const;  // "one of: adam, adamw, sgd", "> 0", "" when free
+  std::string constraint_text() const;  // "one of: adam, adamw, sgd", "> 0", "" when any finite value will do
   bool is_list() const { return is_list_; }
 
   // Sets the field from one scalar text or from list items. Throws posgrad::Error naming the
@@ -76,8 +85,7 @@ class Setting {
   std::string key_, help_, type_, default_text_;
   bool is_list_ = false, is_number_ = false, is_string_ = false;
   std::vector<std::string> choices_;
-  std::optional<double> min_, max_;
-  bool min_strict_ = false;
+  NumberRange range_;  // number settings only
   // Parses the items and, if they parse and satisfy the constraints, stores them in the field.
   // Returns "" on success, else what is wrong.
   std::function<std::string(const std::vector<std::string>&)> store_;

@@ -109,6 +109,53 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_key_the_value_and_what_was_expected) {
   BOOST_TEST(d.e.optimizer == "adam");
 }
 
+// A float setting takes finite numbers unless it opts in to infinity; NaN is never a value. The
+// bounds alone let both through: inf passes "> 0", and a setting without bounds took nan.
+BOOST_AUTO_TEST_CASE(float_settings_refuse_nan_and_infinity) {
+  Declared d;
+  check_error([&] { d.s.apply_override("train.lr=nan"); }, {"-Dtrain.lr=nan", "train.lr", "nan is not a number"});
+  check_error([&] { d.s.apply_override("train.lr=inf"); }, {"train.lr", "inf is not a finite number", "> 0"});
+  check_error([&] { d.s.apply_override("train.warmup=-Infinity"); }, {"train.warmup", "-inf is not a finite number"});
+  check_error([&] { d.s.apply_override("model.dims=[1, nan]"); }, {"model.dims", "nan is not a number"});
+  check_error([&] { d.s.apply_override("model.dims=-inf"); }, {"model.dims", "-inf is not a finite number"});
+  check_error([&] { d.s.load_yaml_text("model:\n  dims: [.inf]\n", "p.yaml"); }, {"p.yaml", "line 2", "model.dims", "finite"});
+  check_error([&] { d.s.load_yaml_text("train:\n  lr: .NaN\n", "p.yaml"); }, {"p.yaml", "train.lr", "not a number"});
+  BOOST_TEST(d.e.lr == 0.01);
+  BOOST_TEST(d.e.dims == std::vector<double>{1.5});
+}
+
+// Where infinity means something ("no limit"), the app says so at the declaration.
+BOOST_AUTO_TEST_CASE(infinity_is_a_value_where_the_setting_allows_it) {
+  double limit = 0.0;
+  Settings s;
+  s.add("limit", limit, "minutes").at_least(0).allow_infinite();
+  s.apply_override("limit=inf");
+  BOOST_TEST(std::isinf(limit));
+  check_error([&] { s.apply_override("limit=nan"); }, {"limit", "nan is not a number"});
+  check_error([&] { s.apply_override("limit=-inf"); }, {"limit", "out of range", ">= 0"});
+  BOOST_TEST(s.find("limit")->constraint_text() == ">= 0, inf allowed");
+  int64_t count = 0;
+  check_error([&] { s.add("count", count, "").allow_infinite(); }, {"count", "only for float"});
+}
+
+// YAML keys are unique within a map (yaml-cpp keeps both; the last one used to win silently), and a
+// setting is given once per file, however it is spelled.
+BOOST_AUTO_TEST_CASE(duplicate_keys_in_a_file_are_refused) {
+  Declared d;
+  check_error([&] { d.s.load_yaml_text("seed: 1\ntrain:\n  lr: 0.1\nseed: 2\n", "p.yaml"); },
+              {"p.yaml (line 4)", "'seed' is given twice", "first on line 1"});
+  check_error([&] { d.s.load_yaml_text("train:\n  lr: 0.1\n  warmup: 0\n  lr: 0.2\n", "p.yaml"); },
+              {"p.yaml (line 4)", "'train.lr' is given twice", "first on line 2"});
+  check_error([&] { d.s.load_yaml_text("train:\n  lr: 0.1\nmodel: {heads: 2}\ntrain:\n  warmup: 0\n", "p.yaml"); },
+              {"p.yaml (line 4)", "'train' is given twice", "first on line 1"});
+  check_error([&] { d.s.load_yaml_text("train.lr: 0.1\ntrain:\n  lr: 0.2\n", "p.yaml"); },
+              {"p.yaml (line 3)", "'train.lr' is given twice", "first on line 1"});
+  // Across files and overrides, later still wins: that is how presets stack.
+  d.s.load_yaml_text("train:\n  lr: 0.1\n", "a.yaml");
+  d.s.load_yaml_text("train:\n  lr: 0.2\n", "b.yaml");
+  BOOST_TEST(d.e.lr == 0.2);
+}
+
 BOOST_AUTO_TEST_CASE(unknown_keys_name_a_close_match) {
   Declared d;
   check_error([&] { d.s.apply_override("train.lrr=1"); }, {"unknown setting 'train.lrr'", "did you mean 'train.lr'"});

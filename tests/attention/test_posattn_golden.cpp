@@ -4,9 +4,9 @@
 // scheme added to the tokens (sinusoidal 1-D, learned_absolute on the 8x8 grid; ape.md section
 // 6), in float64. Here the same weights are loaded into
 // PosattnClassifier; logits, loss, every parameter gradient, the losses of 3 Adam steps and the
-// learned sigmas are compared, on the reference and the fast path, in float64 (tight) and
-// float32 (loose), and again on the GPU (reference path) where one is usable. The worst error of
-// each is printed.
+// learned sigmas are compared, on the reference and the fast path, in float64 (tight: 1e-13 +
+// 1e-12 |ref| on the CPU, where every arm agrees to below 1e-15) and float32 (loose), and again
+// on the GPU (reference path) where one is usable. The worst error of each is printed.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -77,9 +77,16 @@ void check_golden_posattn(const std::string& file, Device device) {
   for (const auto& [name, t] : golden.tensors)
     if (name.rfind("param.", 0) == 0) weights.emplace_back(name.substr(6), t);
 
+  // float64 on the CPU: every arm agrees to below 1e-15 (worst logits 6.7e-16, gradients 6.1e-16),
+  // so the bound is 1e-13 + 1e-12 |ref|: a table or constant of any arm computed in float32
+  // (txl_baseline's sinusoids rounded to float32 move the logits by about 1e-9) fails it, as it
+  // did not the former 1e-10 + 1e-8 |ref|. The GPU keeps that looser bound (cuBLAS and the CUDA
+  // kernels sum in other orders; not measured here).
+  const Tolerance f64 = device.is_cpu() ? Tolerance{1e-13, 1e-12} : Tolerance{1e-10, 1e-8};
+  const Tolerance f64_grad = device.is_cpu() ? Tolerance{1e-13, 1e-11} : Tolerance{1e-10, 1e-7};
   const Run runs[] = {
-      {AttentionPath::Reference, kFloat64, {1e-10, 1e-8}, {1e-10, 1e-7}, {1e-10, 1e-8}},
-      {AttentionPath::Fast, kFloat64, {1e-10, 1e-8}, {1e-10, 1e-7}, {1e-10, 1e-8}},
+      {AttentionPath::Reference, kFloat64, f64, f64_grad, f64},
+      {AttentionPath::Fast, kFloat64, f64, f64_grad, f64},
       {AttentionPath::Reference, kFloat32, {2e-5, 1e-4}, {2e-5, 2e-3}, {1e-5, 1e-4}},
       {AttentionPath::Fast, kFloat32, {2e-5, 1e-4}, {2e-5, 2e-3}, {1e-5, 1e-4}},
   };

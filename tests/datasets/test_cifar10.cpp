@@ -47,24 +47,26 @@ BOOST_AUTO_TEST_CASE(records_decode_into_planes) {
 
 BOOST_AUTO_TEST_CASE(train_batches_concatenate_and_test_batch_is_optional) {
   TempDir dir;
+  // Batches of 2 records here (CIFAR-10's hold 10,000: see the next case).
+  constexpr auto kSym = PixelRange::Symmetric;
   for (int b = 1; b <= 5; ++b) test::write_bytes(dir / fmt::format("data_batch_{}.bin", b), cifar_records(2, b));
-  const Cifar10 train = load_cifar10_train(dir.path());
+  const Cifar10 train = load_cifar10_train(dir.path(), kSym, 5, 2);
   BOOST_TEST(train.size() == 10);
   // Batch 3's first record has label (0 + 3) % 10.
   BOOST_TEST(train.labels.at<int64_t>({4}) == 3);
   BOOST_TEST(!load_cifar10_test(dir.path()).has_value());
   test::write_bytes(dir / "test_batch.bin", cifar_records(3));
-  const auto test_set = load_cifar10_test(dir.path());
+  const auto test_set = load_cifar10_test(dir.path(), kSym, 3);
   BOOST_REQUIRE(test_set.has_value());
   BOOST_TEST(test_set->size() == 3);
   std::filesystem::remove(dir / "data_batch_4.bin");
-  expect_error([&] { load_cifar10_train(dir.path()); }, {"data_batch_4.bin", "file not found"});
+  expect_error([&] { load_cifar10_train(dir.path(), kSym, 5, 2); }, {"data_batch_4.bin", "file not found"});
   // A partial copy: the first k batches only.
-  const Cifar10 first_three = load_cifar10_train(dir.path(), PixelRange::Symmetric, 3);
+  const Cifar10 first_three = load_cifar10_train(dir.path(), kSym, 3, 2);
   BOOST_TEST(first_three.size() == 6);
   BOOST_TEST(first_three.labels.at<int64_t>({4}) == 3);
-  expect_error([&] { load_cifar10_train(dir.path(), PixelRange::Symmetric, 0); }, {"0 training batches", "data_batch_5"});
-  expect_error([&] { load_cifar10_train(dir.path(), PixelRange::Symmetric, 6); }, {"6 training batches"});
+  expect_error([&] { load_cifar10_train(dir.path(), kSym, 0, 2); }, {"0 training batches", "data_batch_5"});
+  expect_error([&] { load_cifar10_train(dir.path(), kSym, 6, 2); }, {"6 training batches"});
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_files) {
@@ -81,6 +83,21 @@ BOOST_AUTO_TEST_CASE(corrupt_files) {
   test::write_bytes(dir / "empty.bin", {});
   expect_error([&] { load_cifar10_files({dir / "empty.bin"}); }, {"empty.bin", "empty"});
   expect_error([&] { load_cifar10_files({dir / "missing.bin"}); }, {"missing.bin", "file not found"});
+}
+
+// Every batch file of CIFAR-10 holds exactly 10,000 records: one cut at a record boundary has a
+// valid size, and used to load as fewer images without a word.
+BOOST_AUTO_TEST_CASE(a_batch_file_cut_at_a_record_boundary_is_refused) {
+  TempDir dir;
+  test::write_bytes(dir / "data_batch_1.bin", cifar_records(3));
+  expect_error([&] { load_cifar10_train(dir.path(), PixelRange::Symmetric, 1); },
+               {"data_batch_1.bin", "holds 3 records", "exactly 10000"});
+  test::write_bytes(dir / "test_batch.bin", cifar_records(2));
+  expect_error([&] { load_cifar10_test(dir.path()); }, {"test_batch.bin", "holds 2 records", "exactly 10000"});
+  // A batch of the size the caller expects loads; one record short is refused, naming that file.
+  test::write_bytes(dir / "data_batch_2.bin", cifar_records(2));
+  expect_error([&] { load_cifar10_train(dir.path(), PixelRange::Symmetric, 2, 3); },
+               {"data_batch_2.bin", "holds 2 records", "exactly 3"});
 }
 
 BOOST_AUTO_TEST_CASE(sequence_and_channels_last_views) {
