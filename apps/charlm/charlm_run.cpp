@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/charlm/charlm_figures.h"
+#include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
+#include "apps/common/optimizer_choice.h"
 #include "apps/common/progress.h"
 #include "apps/common/run_checkpoints.h"
 #include "apps/common/run_dir.h"
@@ -19,8 +21,6 @@
 #include "datasets/char_corpus.h"
 #include "datasets/data_dir.h"
 #include "datasets/text_streams.h"
-#include "nn/adagrad.h"
-#include "nn/adam.h"
 #include "nn/atomic_file.h"
 #include "nn/checkpoint.h"
 #include "nn/clip_grad.h"
@@ -79,12 +79,6 @@ void declare(Settings& s, CharlmSettings& c) {
 }
 
 namespace {
-
-Device parse_device(const std::string& name) {
-  const Device device = Device::parse(name);
-  if (!device.is_cpu()) require_device(device);
-  return device;
-}
 
 std::filesystem::path resolve_data(const CharlmSettings& c) {
   const std::filesystem::path p(c.data.path);
@@ -212,19 +206,6 @@ Score full_eval(CharTransformer& model, const Tensor& tokens, int64_t batch, int
   return s;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const CharlmSettings& c, std::vector<Variable> params) {
-  if (c.train.optimizer == "adagrad") {
-    AdagradOptions o;
-    o.lr = c.train.lr;
-    o.clip_per_tensor = c.train.clip;
-    return std::make_unique<Adagrad>(std::move(params), o);
-  }
-  AdamWOptions o;
-  o.lr = c.train.lr;
-  o.weight_decay = c.train.weight_decay;
-  return std::make_unique<AdamW>(std::move(params), o);
-}
-
 std::unique_ptr<LRSchedule> make_schedule(const CharlmSettings& c) {
   if (c.train.optimizer == "adagrad") return std::make_unique<WarmupConstantLR>(c.train.lr, c.train.warmup);
   return std::make_unique<WarmupCosineLR>(c.train.lr, c.train.warmup, c.train.steps);
@@ -274,7 +255,7 @@ std::filesystem::path checkpoint_folder(const std::filesystem::path& run_dir, co
 std::unique_ptr<CharTransformer> load_model(CharlmSettings& c, Settings& settings, const std::string& run_dir,
                                             const std::string& which, CharVocab& vocab, Device& device) {
   load_run_settings(settings, run_dir);
-  device = parse_device(c.device);
+  device = usable_device(c.device);
   const std::filesystem::path folder = checkpoint_folder(run_dir, which);
   const Checkpoint checkpoint = load_checkpoint(folder);
   const auto stored = std::find_if(checkpoint.model.begin(), checkpoint.model.end(),
@@ -296,7 +277,7 @@ std::unique_ptr<CharTransformer> load_model(CharlmSettings& c, Settings& setting
 
 void train(const CharlmSettings& c, const Settings& settings, const TrainRequest& request) {
   const auto seed = static_cast<uint64_t>(c.seed);
-  const Device device = parse_device(c.device);
+  const Device device = usable_device(c.device);
   const TextData data = load_text(c);
   const int64_t eval_segment = c.eval.segment > 0 ? c.eval.segment : c.train.segment;
   TextStreams streams(data.train, c.train.batch_size, c.train.segment, "the training split of " + data.name);
@@ -308,7 +289,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
   // The vocabulary travels inside every checkpoint (a buffer: saved, never trained).
   model.register_buffer(kVocabBuffer, vocab_tensor(data.vocab));
   model.to(device);
-  auto opt = make_optimizer(c, model.parameters());
+  auto opt = make_optimizer({.kind = c.train.optimizer, .lr = c.train.lr, .weight_decay = c.train.weight_decay, .clip_per_tensor = c.train.clip},
+                            model.parameters());
   const auto schedule = make_schedule(c);
 
   RunDir run = open_run_dir(request, settings);
