@@ -104,6 +104,7 @@ int main(int argc, char** argv) try {
   std::string cases_arg = "1d1024,1d4096,2d32,2d64";
   bool no_torch = false;
   CLI::App cli{"Times the attention paths (reference, fast, fused) forward+backward against PyTorch", "bench_attention_paths"};
+  bench::later_options_win(cli);
   bench::add_integer_options(cli, a);
   cli.get_option("--reps")->check(bench::at_least(1));
   cli.add_option("--cases", cases_arg, "comma-separated 1d<N> (a sequence of N) or 2d<S> (an S x S grid)")->capture_default_str();

@@ -52,6 +52,7 @@ int main(int argc, char** argv) try {
   std::string device_name = "cpu";
   CLI::App cli{"Times one training step and generation of the char LM with adaptive span against its PyTorch twin",
                "bench_charlm_step"};
+  bench::later_options_win(cli);
   bench::add_integer_options(cli, a);
   cli.get_option("--reps")->check(bench::at_least(1));
   cli.add_option("--device", device_name, "cpu, cuda or cuda:N")->capture_default_str();

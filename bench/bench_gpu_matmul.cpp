@@ -41,16 +41,17 @@ std::map<std::string, double> run_torch(const std::string& sizes, int64_t reps, 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::vector<int64_t> ns = {1024, 2048, 4096, 8192};
+  std::string sizes = "1024,2048,4096,8192";
   int64_t reps = 20;
   bool no_torch = false;
   CLI::App cli{"Times float32 matmul on the GPU against torch.matmul, TF32 off and on", "bench_gpu_matmul"};
-  cli.add_option("--sizes", ns, "matrix sizes n, comma-separated")->delimiter(',')->check(bench::at_least(1))->capture_default_str();
+  bench::later_options_win(cli);
+  cli.add_option("--sizes", sizes, "matrix sizes n, comma-separated")->check(bench::size_list())->capture_default_str();
   cli.add_option("--reps", reps, "timed repetitions per size (the median is reported)")->check(bench::at_least(1))->capture_default_str();
   cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
   if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
   const bool torch = !no_torch;
-  const std::string sizes = fmt::format("{}", fmt::join(ns, ","));
+  const std::vector<int64_t> ns = bench::sizes_of(sizes);
   const Device gpu = apps::usable_device("cuda");  // the reason, when there is no usable GPU
 
   fmt::print("GPU float32 matmul C = A @ B (n x n), median of {} runs\n", reps);

@@ -120,6 +120,7 @@ int main(int argc, char** argv) try {
   std::map<std::string, int64_t> twin_reps{{"twin-reps", 2}, {"twin-warmup", 1}};
   std::string path = "auto", scheme = "siren", twins = "both", checkpoint, device_name = "cpu";
   CLI::App cli{"Times one training step of the posattn classifier against its PyTorch twins", "bench_posattn_step"};
+  bench::later_options_win(cli);
   bench::add_integer_options(cli, a);
   bench::add_integer_options(cli, twin_reps);
   cli.get_option("--reps")->check(bench::at_least(1));

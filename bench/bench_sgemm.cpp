@@ -75,15 +75,17 @@ TorchResults run_torch(const std::string& sizes, int reps, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int64_t> sizes = {256, 512, 1024, 2048};
+  std::string size_list = "256,512,1024,2048";
   int reps = 10;
   CLI::App cli{"Times posgrad's sgemm on square float32 matrices against PyTorch's twin", "bench_sgemm"};
-  cli.add_option("--sizes", sizes, "matrix sizes n, comma-separated")->delimiter(',')->check(posgrad::bench::at_least(1))->capture_default_str();
+  posgrad::bench::later_options_win(cli);
+  cli.add_option("--sizes", size_list, "matrix sizes n, comma-separated")->check(posgrad::bench::size_list())->capture_default_str();
   cli.add_option("--reps", reps, "timed repetitions per size (the median is reported)")->check(posgrad::bench::at_least(1))->capture_default_str();
   bool no_torch = false;
   cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
   if (const auto exit_code = posgrad::bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
   const bool torch = !no_torch;
+  const std::vector<int64_t> sizes = posgrad::bench::sizes_of(size_list);
   int threads = 1;
 #ifdef POSGRAD_OPENMP
   threads = omp_get_max_threads();
@@ -128,11 +130,6 @@ int main(int argc, char** argv) {
   if (!all_correct) std::printf("WARNING: spot check against a double dot product FAILED\n");
 
   if (!torch) return all_correct ? 0 : 1;
-  std::string size_list;
-  for (int64_t n : sizes) {
-    if (!size_list.empty()) size_list += ',';
-    size_list += std::to_string(n);
-  }
   const TorchResults tr = run_torch(size_list, reps, threads);
   if (!tr.ok) {
     std::printf("\n%s\nOnly posgrad's numbers are shown above.\n", tr.info.c_str());

@@ -48,6 +48,7 @@ int main(int argc, char** argv) try {
   bool no_torch = false;
   std::string device_name = "cpu";
   CLI::App cli{"Times one training step of the transformer classifier against its PyTorch twin", "bench_transformer"};
+  bench::later_options_win(cli);
   bench::add_integer_options(cli, a);
   cli.get_option("--reps")->check(bench::at_least(1));
   cli.add_option("--device", device_name, "cpu, cuda or cuda:N")->capture_default_str();

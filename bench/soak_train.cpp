@@ -84,6 +84,7 @@ int main(int argc, char** argv) try {
                                    {"batch", 16},    {"tokens", 16},        {"seed", 0}};
   double max_growth = 1.0, inject_leak_kb = 0;
   CLI::App cli{"Trains a small transformer for many steps and checks that memory stops growing", "soak_train"};
+  bench::later_options_win(cli);
   bench::add_integer_options(cli, a);
   for (const char* at_least_one : {"--steps", "--sample-every", "--batch", "--tokens"})
     cli.get_option(at_least_one)->check(bench::at_least(1));

@@ -1,8 +1,8 @@
 // The benchmarks' command lines (bench/*.cpp on bench/bench_cli.h): --help lists every option of
-// the benchmark's Usage line and exits 0; an unknown option, a value that is not a number and a
-// count of 0 repetitions each stop it with one "<benchmark>: error: ..." line and exit 2, before
-// any work; a bad --device names the device. Skipped, with the reason, when the benchmarks were
-// not built (POSGRAD_BENCH=OFF).
+// the benchmark's Usage line and exits 0; a repeated option takes its last value; an unknown
+// option, a value that is not a number and a count of 0 repetitions each stop it with one
+// "<benchmark>: error: ..." line and exit 2, before any work; a bad --device names the device.
+// Skipped, with the reason, when the benchmarks were not built (POSGRAD_BENCH=OFF).
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <string>
@@ -90,6 +90,21 @@ BOOST_AUTO_TEST_CASE(bad_options_stop_with_one_error_line) {
     expect_one_error_line(b, b.count_option + " 0", b.count_option + ": must be at least 1, not 0",
                           tmp.path() / (b.name + ".zero.txt"));
   }
+}
+
+// The docs test appends quick settings to documented commands: a repeated option takes its last
+// value (a list too: the sizes are replaced, not added to).
+BOOST_AUTO_TEST_CASE(later_options_win) {
+  TempDir tmp;
+  const fs::path log = tmp.path() / "sgemm.txt";
+  BOOST_REQUIRE_MESSAGE(posgrad::test::run_app(bench_path("bench_sgemm"), "--sizes 512,256 --reps 3 --no-torch --sizes 8 --reps 1 --no-torch",
+                                               log, "OMP_NUM_THREADS=1 ") == 0,
+                        read_text(log));
+  const std::string out = read_text(log);
+  BOOST_TEST(out.find("1 reps") != std::string::npos, out);
+  BOOST_TEST(out.find("n=    8") != std::string::npos, out);
+  BOOST_TEST(out.find("n=  512") == std::string::npos, out);
+  BOOST_TEST(out.find("n=  256") == std::string::npos, out);
 }
 
 BOOST_AUTO_TEST_CASE(bad_device_is_named) {
