@@ -22,6 +22,7 @@
 
 #include "attention/multi_head_attention.h"
 #include "attention/registry.h"
+#include "bench/bench_cli.h"
 #include "bench/torch_twin.h"
 #include "posgrad.h"
 
@@ -101,16 +102,15 @@ std::map<std::string, double> run_torch(const std::string& args, int threads) {
 int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 1}, {"width", 128}, {"heads", 4}, {"reps", 3}, {"warmup", 1}};
   std::string cases_arg = "1d1024,1d4096,2d32,2d64";
-  bool torch = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--no-torch") { torch = false; continue; }
-    if (arg.rfind("--", 0) != 0 || i + 1 >= argc) fail("bad argument '{}' (see the usage at the top of the source)", arg);
-    const std::string key = arg.substr(2);
-    if (key == "cases") { cases_arg = argv[++i]; continue; }
-    if (!a.count(key)) fail("unknown option --{}", key);
-    a[key] = std::stoll(argv[++i]);
-  }
+  bool no_torch = false;
+  CLI::App cli{"Times the attention paths (reference, fast, fused) forward+backward against PyTorch", "bench_attention_paths"};
+  bench::later_options_win(cli);
+  bench::add_integer_options(cli, a);
+  cli.get_option("--reps")->check(bench::at_least(1));
+  cli.add_option("--cases", cases_arg, "comma-separated 1d<N> (a sequence of N) or 2d<S> (an S x S grid)")->capture_default_str();
+  cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
+  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  const bool torch = !no_torch;
   std::vector<Case> cases;
   std::stringstream list(cases_arg);
   for (std::string c; std::getline(list, c, ',');) {

@@ -17,7 +17,9 @@
 #include <map>
 #include <string>
 
+#include "apps/common/device_setting.h"
 #include "attention/lm/char_transformer.h"
+#include "bench/bench_cli.h"
 #include "bench/torch_twin.h"
 #include "nn/adam.h"
 #include "nn/losses.h"
@@ -46,27 +48,19 @@ int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 16}, {"segment", 128}, {"max-span", 256}, {"layers", 4},
                                    {"width", 128}, {"heads", 4},    {"ff", 512},        {"span-init-permille", 100},
                                    {"reps", 5},    {"warmup", 2},   {"generate", 200},  {"context", 512}};
-  bool torch = true, reference = false;
-  Device device = kCPU;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--device" && i + 1 < argc) {
-      device = Device::parse(argv[++i]);
-      continue;
-    }
-    if (arg == "--reference") {
-      reference = true;
-      continue;
-    }
-    if (arg == "--no-torch") {
-      torch = false;
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0 || i + 1 >= argc || !a.count(arg.substr(2)))
-      fail("bench_charlm_step: unknown or incomplete argument '{}'", arg);
-    a[arg.substr(2)] = std::stoll(argv[++i]);
-  }
-  if (!device.is_cpu()) require_device(device);  // a clear error without a GPU
+  bool no_torch = false, reference = false;
+  std::string device_name = "cpu";
+  CLI::App cli{"Times one training step and generation of the char LM with adaptive span against its PyTorch twin",
+               "bench_charlm_step"};
+  bench::later_options_win(cli);
+  bench::add_integer_options(cli, a);
+  cli.get_option("--reps")->check(bench::at_least(1));
+  cli.add_option("--device", device_name, "cpu, cuda or cuda:N")->capture_default_str();
+  cli.add_flag("--reference", reference, "the attention on the reference path instead of the fused one");
+  cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
+  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  const bool torch = !no_torch;
+  const Device device = apps::usable_device(device_name);  // a clear error without a GPU
   int threads = 1;
 #ifdef POSGRAD_OPENMP
   threads = omp_get_max_threads();

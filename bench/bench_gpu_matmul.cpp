@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/device_setting.h"
+#include "bench/bench_cli.h"
 #include "bench/torch_twin.h"
 #include "posgrad.h"
 #include "tensor/device.h"
@@ -41,19 +43,16 @@ std::map<std::string, double> run_torch(const std::string& sizes, int64_t reps, 
 int main(int argc, char** argv) try {
   std::string sizes = "1024,2048,4096,8192";
   int64_t reps = 20;
-  bool torch = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--no-torch") torch = false;
-    else if (arg == "--sizes" && i + 1 < argc) sizes = argv[++i];
-    else if (arg == "--reps" && i + 1 < argc) reps = std::stoll(argv[++i]);
-    else fail("bench_gpu_matmul: unknown or incomplete argument '{}'", arg);
-  }
-  const Device gpu = Device::parse("cuda");
-  require_device(gpu);  // the reason, when there is no usable GPU
-  std::vector<int64_t> ns;
-  std::stringstream list(sizes);
-  for (std::string s; std::getline(list, s, ',');) ns.push_back(std::stoll(s));
+  bool no_torch = false;
+  CLI::App cli{"Times float32 matmul on the GPU against torch.matmul, TF32 off and on", "bench_gpu_matmul"};
+  bench::later_options_win(cli);
+  cli.add_option("--sizes", sizes, "matrix sizes n, comma-separated")->check(bench::size_list())->capture_default_str();
+  cli.add_option("--reps", reps, "timed repetitions per size (the median is reported)")->check(bench::at_least(1))->capture_default_str();
+  cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
+  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  const bool torch = !no_torch;
+  const std::vector<int64_t> ns = bench::sizes_of(sizes);
+  const Device gpu = apps::usable_device("cuda");  // the reason, when there is no usable GPU
 
   fmt::print("GPU float32 matmul C = A @ B (n x n), median of {} runs\n", reps);
   fmt::print("{:>6} {:>6} {:>12} {:>10} {:>12} {:>10} {:>8}\n", "tf32", "n", "posgrad ms", "TFLOP/s", "torch ms", "TFLOP/s",

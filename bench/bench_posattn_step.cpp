@@ -37,6 +37,8 @@
 #include <regex>
 #include <string>
 
+#include "apps/common/device_setting.h"
+#include "bench/bench_cli.h"
 #include "bench/torch_twin.h"
 #include "nn/checkpoint.h"
 #include "posgrad.h"
@@ -116,41 +118,19 @@ int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 4}, {"side", 32}, {"dims", 1}, {"span", 1},
                                    {"reps", 5},  {"warmup", 1}, {"classes", 10}};
   std::map<std::string, int64_t> twin_reps{{"twin-reps", 2}, {"twin-warmup", 1}};
-  std::string path = "auto", scheme = "siren", twins = "both", checkpoint;
-  Device device = kCPU;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--device" && i + 1 < argc) {
-      device = Device::parse(argv[++i]);
-      continue;
-    }
-    if (arg == "--twins" && i + 1 < argc) {
-      twins = argv[++i];
-      if (twins != "both" && twins != "v1" && twins != "efficient" && twins != "none")
-        fail("bench_posattn_step: --twins must be both, v1, efficient or none, not '{}'", twins);
-      continue;
-    }
-    if (arg == "--checkpoint" && i + 1 < argc) {
-      checkpoint = argv[++i];
-      continue;
-    }
-    if (twin_reps.count(arg.substr(2)) && i + 1 < argc) {
-      twin_reps[arg.substr(2)] = std::stoll(argv[++i]);
-      continue;
-    }
-    if (arg == "--path" && i + 1 < argc) {
-      path = argv[++i];
-      continue;
-    }
-    if (arg == "--scheme" && i + 1 < argc) {
-      scheme = argv[++i];
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0 || i + 1 >= argc || !a.count(arg.substr(2)))
-      fail("bench_posattn_step: unknown or incomplete argument '{}'", arg);
-    a[arg.substr(2)] = std::stoll(argv[++i]);
-  }
-  if (!device.is_cpu()) require_device(device);  // a clear error without a GPU
+  std::string path = "auto", scheme = "siren", twins = "both", checkpoint, device_name = "cpu";
+  CLI::App cli{"Times one training step of the posattn classifier against its PyTorch twins", "bench_posattn_step"};
+  bench::later_options_win(cli);
+  bench::add_integer_options(cli, a);
+  bench::add_integer_options(cli, twin_reps);
+  cli.get_option("--reps")->check(bench::at_least(1));
+  cli.add_option("--path", path, "attention path: auto, reference, fast or fused")->capture_default_str();
+  cli.add_option("--scheme", scheme, "positional scheme (siren, txl_baseline, ...)")->capture_default_str();
+  cli.add_option("--twins", twins, "PyTorch twins to run")->check(CLI::IsMember({"both", "v1", "efficient", "none"}))->capture_default_str();
+  cli.add_option("--checkpoint", checkpoint, "a trained 2-D + span run (or step folder) whose learned sigmas to load");
+  cli.add_option("--device", device_name, "cpu, cuda or cuda:N")->capture_default_str();
+  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  const Device device = apps::usable_device(device_name);  // a clear error without a GPU
   int threads = 1;
 #ifdef POSGRAD_OPENMP
   threads = omp_get_max_threads();

@@ -28,6 +28,7 @@
 #define POSGRAD_SOURCE_DIR "."
 #endif
 
+#include "bench/bench_cli.h"
 #include "bench/torch_twin.h"
 
 namespace {
@@ -74,26 +75,17 @@ TorchResults run_torch(const std::string& sizes, int reps, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int64_t> sizes = {256, 512, 1024, 2048};
+  std::string size_list = "256,512,1024,2048";
   int reps = 10;
-  bool torch = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--sizes" && i + 1 < argc) {
-      sizes.clear();
-      std::stringstream ss(argv[++i]);
-      std::string tok;
-      while (std::getline(ss, tok, ','))
-        if (!tok.empty()) sizes.push_back(std::stoll(tok));
-    } else if (a == "--reps" && i + 1 < argc) {
-      reps = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--no-torch") {
-      torch = false;
-    } else {
-      std::fprintf(stderr, "usage: %s [--sizes 256,512,1024,2048] [--reps N] [--no-torch]\n", argv[0]);
-      return a == "--help" || a == "-h" ? 0 : 2;
-    }
-  }
+  CLI::App cli{"Times posgrad's sgemm on square float32 matrices against PyTorch's twin", "bench_sgemm"};
+  posgrad::bench::later_options_win(cli);
+  cli.add_option("--sizes", size_list, "matrix sizes n, comma-separated")->check(posgrad::bench::size_list())->capture_default_str();
+  cli.add_option("--reps", reps, "timed repetitions per size (the median is reported)")->check(posgrad::bench::at_least(1))->capture_default_str();
+  bool no_torch = false;
+  cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
+  if (const auto exit_code = posgrad::bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  const bool torch = !no_torch;
+  const std::vector<int64_t> sizes = posgrad::bench::sizes_of(size_list);
   int threads = 1;
 #ifdef POSGRAD_OPENMP
   threads = omp_get_max_threads();
@@ -138,11 +130,6 @@ int main(int argc, char** argv) {
   if (!all_correct) std::printf("WARNING: spot check against a double dot product FAILED\n");
 
   if (!torch) return all_correct ? 0 : 1;
-  std::string size_list;
-  for (int64_t n : sizes) {
-    if (!size_list.empty()) size_list += ',';
-    size_list += std::to_string(n);
-  }
   const TorchResults tr = run_torch(size_list, reps, threads);
   if (!tr.ok) {
     std::printf("\n%s\nOnly posgrad's numbers are shown above.\n", tr.info.c_str());

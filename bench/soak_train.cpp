@@ -40,6 +40,7 @@ constexpr bool kAddressSanitizer = false;
 #endif
 
 #include "attention/transformer_classifier.h"
+#include "bench/bench_cli.h"
 #include "nn/adam.h"
 #include "nn/clip_grad.h"
 #include "nn/losses.h"
@@ -79,18 +80,19 @@ constexpr double kMB = 1024.0 * 1024.0;
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::map<std::string, double> a{{"steps", 10000}, {"sample-every", 100}, {"warmup", 2000}, {"max-growth", 1.0},
-                                  {"batch", 16},    {"tokens", 16},        {"seed", 0}, {"inject-leak", 0}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--", 0) != 0 || i + 1 >= argc || !a.count(arg.substr(2)))
-      fail("soak_train: unknown or incomplete argument '{}' (see the usage in bench/soak_train.cpp)", arg);
-    a[arg.substr(2)] = std::stod(argv[++i]);
-  }
-  const auto steps = static_cast<int64_t>(a["steps"]), every = static_cast<int64_t>(a["sample-every"]);
-  const auto batch = static_cast<int64_t>(a["batch"]), tokens = static_cast<int64_t>(a["tokens"]);
-  const int64_t warmup = std::min<int64_t>(static_cast<int64_t>(a["warmup"]), steps);
-  if (steps < 1 || every < 1 || batch < 1 || tokens < 1) fail("soak_train: steps, sample-every, batch and tokens must be >= 1");
+  std::map<std::string, int64_t> a{{"steps", 10000}, {"sample-every", 100}, {"warmup", 2000},
+                                   {"batch", 16},    {"tokens", 16},        {"seed", 0}};
+  double max_growth = 1.0, inject_leak_kb = 0;
+  CLI::App cli{"Trains a small transformer for many steps and checks that memory stops growing", "soak_train"};
+  bench::later_options_win(cli);
+  bench::add_integer_options(cli, a);
+  for (const char* at_least_one : {"--steps", "--sample-every", "--batch", "--tokens"})
+    cli.get_option(at_least_one)->check(bench::at_least(1));
+  cli.add_option("--max-growth", max_growth, "allowed RSS growth after warm-up, percent")->check(bench::at_least(0))->capture_default_str();
+  cli.add_option("--inject-leak", inject_leak_kb, "KB kept alive from every step (the self-check)")->check(bench::at_least(0))->capture_default_str();
+  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  const int64_t steps = a["steps"], every = a["sample-every"], batch = a["batch"], tokens = a["tokens"];
+  const int64_t warmup = std::min<int64_t>(a["warmup"], steps);
 
   // The model and a fixed data set: 64 batches whose label is the first token modulo the classes
   // (learnable, so the loss visibly falls while memory should not move).
@@ -117,7 +119,7 @@ int main(int argc, char** argv) try {
   }
 
   std::vector<Tensor> leaked;  // --inject-leak only
-  const auto leak_floats = static_cast<int64_t>(a["inject-leak"] * 1024 / 4);
+  const auto leak_floats = static_cast<int64_t>(inject_leak_kb * 1024 / 4);
   auto step = [&](int64_t s) {
     opt.zero_grad();
     Variable loss = cross_entropy(model.forward(data.select(0, s % batches)), labels.select(0, s % batches));
@@ -183,7 +185,7 @@ int main(int argc, char** argv) try {
                                      : fmt::format("{} steps differ (first: step {})", counter_mismatches, first_mismatch));
   fmt::print("RSS: {:.2f} MB at step {}, {:.2f} MB at step {}: growth {:+.3f}% (limit {}%); peak {:.2f} MB\n",
              rss_warm / kMB, warm_step, rss_end / kMB, curve.back().first, growth,
-             a["max-growth"], peak_resident_bytes() / kMB);
+             max_growth, peak_resident_bytes() / kMB);
   const CpuMemoryStats pool_end = cpu_memory_stats();
   fmt::print("caching allocator after every step vs after step 2 ({:.3f} MB in use, {:.3f} MB cached, {} system "
              "allocations): {}\n",
@@ -195,7 +197,7 @@ int main(int argc, char** argv) try {
   const bool rss_judged = !kAddressSanitizer;
   if (!rss_judged)
     fmt::print("RSS not judged: an AddressSanitizer build (its quarantine of freed blocks grows RSS by itself)\n");
-  const bool ok = counter_mismatches == 0 && pool_mismatches == 0 && (!rss_judged || growth < a["max-growth"]);
+  const bool ok = counter_mismatches == 0 && pool_mismatches == 0 && (!rss_judged || growth < max_growth);
   fmt::print("{}\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 } catch (const std::exception& e) {

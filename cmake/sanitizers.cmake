@@ -10,7 +10,7 @@
 #     thread     ThreadSanitizer (not with address or leak)
 # Every value also adds -fno-omit-frame-pointer (readable stacks). The flags go to C++ compiles
 # only (nvcc's device code is not instrumented: configure a sanitized build with
-# -DPOSGRAD_CUDA=OFF) and to every link; the posgrad target carries them as an interface link
+# -DPOSGRAD_CUDA=OFF) and to every link; the posgrad_core target (under posgrad) carries them as an interface link
 # option too, so that a project that installs a sanitized posgrad and links it gets the runtime.
 # Run-time options (ASAN_OPTIONS, UBSAN_OPTIONS) are not set here: scripts/test_sanitized.sh
 # sets them, docs/reliability/sanitizers.md explains them.

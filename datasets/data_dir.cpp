@@ -48,10 +48,18 @@ std::optional<fs::path> explicit_dir(const std::string& configured) {
   }
   return std::nullopt;
 }
+
+bool automatic_search_on() {
+  const char* env = std::getenv(kDataSearchEnv);
+  if (env == nullptr || *env == '\0' || std::string(env) == "on") return true;
+  if (std::string(env) == "off") return false;
+  fail("{}={}: expected on or off", kDataSearchEnv, env);
+}
 }  // namespace
 
 std::vector<fs::path> data_dir_candidates() {
   std::vector<fs::path> out;
+  if (!automatic_search_on()) return out;
   const auto add = [&](const fs::path& p) {
     const fs::path n = normal(p);
     for (const auto& q : out)
@@ -120,6 +128,7 @@ fs::path find_data_dir(const std::string& configured) {
   if (auto dir = try_find_data_dir(configured)) return *dir;
   std::string looked;
   for (const auto& candidate : data_dir_candidates()) looked += "\n  " + candidate.string();
+  if (!automatic_search_on()) looked += fmt::format("\n  nowhere ({}=off)", kDataSearchEnv);
   fail("data folder not found; looked in:{}\nset {} (or the app's data_dir setting) to the folder "
        "that holds mnist/, cifar10/, tinyshakespeare/",
        looked, kDataDirEnv);

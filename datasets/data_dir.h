@@ -11,6 +11,9 @@
 // When nothing matches, the Error lists every place it looked.
 // fetch_command() spells the posgrad-data command that fetches a dataset into the folder the
 // lookup would use, for the apps' messages when data is missing; find_data_file() uses it.
+// POSGRAD_DATA_SEARCH=off in the environment skips steps 3-5, as if no data lay beside the
+// repository (the tests use it to check that everything passes without data); "on" or unset
+// searches them, and any other value is an Error.
 // This file deliberately knows no dataset layouts (mnist/, cifar10/, ... are the loaders' business).
 #pragma once
 
@@ -22,12 +25,14 @@
 namespace posgrad {
 
 inline constexpr const char* kDataDirEnv = "POSGRAD_DATA_DIR";
+inline constexpr const char* kDataSearchEnv = "POSGRAD_DATA_SEARCH";
 
 std::filesystem::path find_data_dir(const std::string& configured = "");
 // The same, but nullopt instead of an Error when nothing is found (tests that skip without data).
 // A `configured` folder or POSGRAD_DATA_DIR that does not exist is still an Error.
 std::optional<std::filesystem::path> try_find_data_dir(const std::string& configured = "");
-// The automatic candidates (steps 3-5), in order, for messages and docs.
+// The automatic candidates (steps 3-5), in order, for messages and docs; none when
+// POSGRAD_DATA_SEARCH=off.
 std::vector<std::filesystem::path> data_dir_candidates();
 
 // "build/bin/posgrad-data fetch <dataset> --dir <folder>": the posgrad-data beside the running

@@ -15,7 +15,8 @@
 #          the CPU, and each suite's test list, so that the bundle and this script are known to
 #          work before GPU time is spent on them. With POSGRAD_GPU_CHECK_BIN=build/bin it runs a
 #          local build's programs instead of the bundle's (the gpu_check_smoke CTest test), with
-#          the data folder POSGRAD_DATA_DIR or ../shared/data
+#          the data folder POSGRAD_DATA_DIR or ../shared/data (not searched when
+#          POSGRAD_DATA_SEARCH=off); the app commands are skipped, with the reason, without it
 # PyTorch: python3 on PATH, or /usr/bin/python3 when only it has torch. Logs go to $OUT (the
 # device tool's folder) or gpu-results/, at most 8 files: summary.txt (appended as each step
 # ends, so a run killed at its time limit keeps what it finished), tests.log, bench.log, apps.log,
@@ -48,7 +49,9 @@ ld_path=$original_ld_path
 if [[ -n ${POSGRAD_GPU_CHECK_BIN-} ]]; then
   # The programs of a local build instead of the bundle (the gpu_check_smoke test: build/bin).
   bin=$(realpath "$POSGRAD_GPU_CHECK_BIN")
-  data=$(realpath "${POSGRAD_DATA_DIR:-$PWD/../shared/data}")
+  data=${POSGRAD_DATA_DIR:-}
+  [[ -z $data && ${POSGRAD_DATA_SEARCH:-on} != off ]] && data=$PWD/../shared/data
+  [[ -n $data ]] && data=$(realpath -m "$data")
 else
   # The bundle: unpacked once (python3's tarfile reads xz; the machine may lack the xz tool).
   if [[ ! -d .gpu/bin ]]; then
@@ -169,8 +172,12 @@ fi
 
 have_data=1
 if wants apps || wants smoke; then
+  if [[ -z $data ]]; then
+    have_data=0
+    say "apps: skipped, no data folder (POSGRAD_DATA_DIR unset, POSGRAD_DATA_SEARCH=off)"
+  fi
   for f in cifar10/data_batch_1.bin tinyshakespeare/input.txt; do
-    [[ -f $data/$f ]] || { have_data=0; say "apps: skipped, no $data/$f (POSGRAD_DATA_DIR)"; }
+    [[ -z $data || -f $data/$f ]] || { have_data=0; say "apps: skipped, no $data/$f (POSGRAD_DATA_DIR)"; }
   done
 fi
 if (wants apps || wants smoke) && [[ $have_data == 1 ]]; then

@@ -2,7 +2,7 @@
 # Installs the Debian packages posgrad needs to build and test (run as root), or prints the exact
 # apt-get line to run. Usage: scripts/install_deps.sh [--bench]   (--bench adds python3-torch)
 set -euo pipefail
-packages=(cmake ninja-build g++ make pkg-config libfmt-dev libboost-test-dev libyaml-cpp-dev
+packages=(cmake ninja-build g++ make pkg-config libfmt-dev libboost-test-dev libboost-math-dev libyaml-cpp-dev
           nlohmann-json3-dev zlib1g-dev libcli11-dev libcairo2-dev fonts-dejavu-core
           libssl-dev libcurl4-openssl-dev libarchive-dev openssl)
 if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch python3-numpy libopenblas0-pthread); fi

@@ -14,7 +14,9 @@
 
 #include "apps/charlm/charlm_figures.h"
 #include "apps/charlm/charlm_text.h"
+#include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
+#include "apps/common/optimizer_choice.h"
 #include "apps/common/progress.h"
 #include "apps/common/run_checkpoints.h"
 #include "apps/common/run_dir.h"
@@ -22,8 +24,6 @@
 #include "datasets/char_corpus.h"
 #include "datasets/data_dir.h"
 #include "datasets/text_streams.h"
-#include "nn/adagrad.h"
-#include "nn/adam.h"
 #include "nn/atomic_file.h"
 #include "nn/checkpoint.h"
 #include "nn/clip_grad.h"
@@ -85,10 +85,6 @@ void declare(Settings& s, CharlmSettings& c) {
 
 namespace {
 
-Device parse_device(const std::string& name) {
-  const Device device = Device::parse(name);
-  if (!device.is_cpu()) require_device(device);
-  return device;
 }
 
 CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
@@ -144,19 +140,6 @@ Score full_eval(CharTransformer& model, const Tensor& tokens, int64_t batch, int
   s.bpc = s.loss / std::log(2.0);
   s.tokens = blocks * batch * segment;
   return s;
-}
-
-std::unique_ptr<Optimizer> make_optimizer(const CharlmSettings& c, std::vector<Variable> params) {
-  if (c.train.optimizer == "adagrad") {
-    AdagradOptions o;
-    o.lr = c.train.lr;
-    o.clip_per_tensor = c.train.clip;
-    return std::make_unique<Adagrad>(std::move(params), o);
-  }
-  AdamWOptions o;
-  o.lr = c.train.lr;
-  o.weight_decay = c.train.weight_decay;
-  return std::make_unique<AdamW>(std::move(params), o);
 }
 
 std::unique_ptr<LRSchedule> make_schedule(const CharlmSettings& c) {
@@ -234,7 +217,7 @@ LoadedRun load_run(CharlmSettings& c, Settings& settings, const JobSettings& job
   load_run_settings(settings, run_dir);
   apply_job_settings(settings, job, takes, "charlm " + job_name);
   LoadedRun run;
-  run.device = parse_device(c.device);
+  run.device = usable_device(c.device);
   const std::filesystem::path folder = run_checkpoint_folder(run_dir, which);
   const Checkpoint checkpoint = load_checkpoint(folder);
   const TrainedOn recorded = read_vocab(run_dir);
@@ -272,7 +255,7 @@ LoadedRun load_run(CharlmSettings& c, Settings& settings, const JobSettings& job
 
 void train(const CharlmSettings& c, const Settings& settings, const TrainRequest& request) {
   const auto seed = static_cast<uint64_t>(c.seed);
-  const Device device = parse_device(c.device);
+  const Device device = usable_device(c.device);
   // A resumed run reads the text it trained on, with the vocabulary it learned (vocab.json).
   TrainedOn trained_on;
   if (request.resume) {
@@ -293,7 +276,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
   // The vocabulary travels inside every checkpoint (a buffer: saved, never trained).
   model.register_buffer(kVocabBuffer, vocab_tensor(data.vocab));
   model.to(device);
-  auto opt = make_optimizer(c, model.parameters());
+  auto opt = make_optimizer({.kind = c.train.optimizer, .lr = c.train.lr, .weight_decay = c.train.weight_decay, .clip_per_tensor = c.train.clip},
+                            model.parameters());
   const auto schedule = make_schedule(c);
 
   RunDir run = open_run_dir(request, settings);

@@ -107,31 +107,33 @@ void write_sweep_report(const SweepSpec& spec, const std::vector<RunResult>& res
                     spec.file.string(), spec.arms.size(), spec.seeds.size(), fmt::join(spec.seeds, ", "), spec.metric);
   if (!note.empty()) md += note + "\n";
   if (any_reference && !spec.reference_source.empty()) md += fmt::format("Reference numbers: {}.\n", spec.reference_source);
-  md += "\n| arm | n | values (per seed) | max | mean | sd |";
+  md += "\n| arm | n | values (per seed) | max | mean | sd | mean ± 95% CI |";
   if (any_reference) md += " ref. max | ref. mean | ref. sd |";
-  md += "\n|---|---|---|---|---|---|";
+  md += "\n|---|---|---|---|---|---|---|";
   if (any_reference) md += "---|---|---|";
   md += "\n";
-  std::string csv = "arm,n,values,max,mean,sd,reference_max,reference_mean,reference_sd\n";
+  std::string csv = "arm,n,values,max,mean,sd,ci95_low,ci95_high,reference_max,reference_mean,reference_sd\n";
   std::vector<ArmStats> stats;
   for (size_t a = 0; a < spec.arms.size(); ++a) {
     const auto values = values_of(results, a);
     const ArmStats s = arm_stats(values);
+    const double half = ci95_half_width(s);
     stats.push_back(s);
     std::vector<std::string> texts;
     for (const auto& r : results)
       if (r.run.arm == a) texts.push_back(r.value ? num(*r.value) : "(" + r.status.substr(0, r.status.find(':')) + ")");
     const auto& ref = spec.arms[a].reference;
-    md += fmt::format("| {} | {} | {} | {} | {} | {} |", spec.arms[a].name, s.n, fmt::join(texts, ", "), num(s.max),
-                      num(s.mean), num(s.sd));
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |", spec.arms[a].name, s.n, fmt::join(texts, ", "), num(s.max),
+                      num(s.mean), num(s.sd), std::isfinite(half) ? num(s.mean) + " ± " + num(half) : "-");
     if (any_reference)
       md += ref ? fmt::format(" {} | {} | {} |", num(ref->max), num(ref->mean), num(ref->sd)) : " | | |";
     md += "\n";
     std::vector<std::string> raw;
     for (double v : values) raw.push_back(fmt::format("{}", v));
-    csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_field(spec.arms[a].name), s.n, csv_field(fmt::format("{}", fmt::join(raw, ";"))),
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(spec.arms[a].name), s.n, csv_field(fmt::format("{}", fmt::join(raw, ";"))),
                        s.n ? fmt::format("{}", s.max) : "", s.n ? fmt::format("{}", s.mean) : "",
-                       s.n > 1 ? fmt::format("{}", s.sd) : "", ref ? fmt::format("{}", ref->max) : "",
+                       s.n > 1 ? fmt::format("{}", s.sd) : "", std::isfinite(half) ? fmt::format("{}", s.mean - half) : "",
+                       std::isfinite(half) ? fmt::format("{}", s.mean + half) : "", ref ? fmt::format("{}", ref->max) : "",
                        ref ? fmt::format("{}", ref->mean) : "", ref ? fmt::format("{}", ref->sd) : "");
   }
   if (!spec.comparisons.empty()) {

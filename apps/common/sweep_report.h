@@ -1,8 +1,10 @@
 // The results of a sweep (sweep.h), read from its run folders and written beside them:
-//   results.md    per arm: n, the per-seed values, max, mean, sample sd of the metric, with the
+//   results.md    per arm: n, the per-seed values, max, mean, sample sd of the metric and the
+//                 mean with its 95% confidence interval (t-based, sweep_stats.h), with the
 //                 reference (published) numbers beside ours; per comparison: the effect
 //                 (mean b - mean a), Welch's t, df and two-sided p, with the reference's
-//   results.csv   the same per arm, one row each (machine-readable)
+//   results.csv   the same per arm, one row each (machine-readable; the interval as
+//                 ci95_low, ci95_high)
 //   runs.csv      one row per run: arm, seed, status, metric value, run folder
 //   figures/curves.png (+ .svg)   the learning curve (curve.y over curve.x from metrics.jsonl)
 //                 of every run, one colour per arm, the arm's mean over seeds thick

@@ -1,8 +1,8 @@
-// Statistics of a sweep's results: per arm the maximum, mean and sample standard deviation
-// (n - 1) over seeds, and the two-sided Welch t-test between two arms (unequal variances,
-// Welch-Satterthwaite degrees of freedom; the test the posattn thesis reports, spec section 9).
-// The p-value uses Student's t distribution through the regularised incomplete beta function,
-// evaluated by its continued fraction (modified Lentz).
+// Statistics of a sweep's results: per arm the maximum, mean, sample standard deviation (n - 1)
+// and the 95% confidence interval of the mean over seeds (t-based: mean +- t_{0.975,n-1} sd/sqrt n,
+// the form the APE paper reports), and the two-sided Welch t-test between two arms (unequal
+// variances, Welch-Satterthwaite degrees of freedom; the test the posattn thesis reports, spec
+// section 9). Student's t distribution comes from Boost.Math (boost::math::students_t).
 //
 // Deliberately does not: correct for multiple comparisons, test normality, or compute power.
 #pragma once
@@ -18,6 +18,10 @@ struct ArmStats {
 };
 ArmStats arm_stats(const std::vector<double>& values);
 
+// Half the width of the 95% confidence interval of the mean: t_{0.975,n-1} * sd / sqrt(n).
+// NaN when n < 2 (no spread to estimate).
+double ci95_half_width(const ArmStats& s);
+
 struct WelchResult {
   double t = 0, df = 0, p = 1;  // p: two-sided
   double effect = 0;            // mean(b) - mean(a)
@@ -27,9 +31,9 @@ std::optional<WelchResult> welch_t_test(const std::vector<double>& a, const std:
 // The same from summary statistics (for checking against published tables).
 std::optional<WelchResult> welch_t_test(const ArmStats& a, const ArmStats& b);
 
-// I_x(a, b), the regularised incomplete beta function, x in [0, 1], a, b > 0.
-double regularized_incomplete_beta(double x, double a, double b);
-// P(|T| >= |t|) for Student's t with df degrees of freedom.
+// P(|T| >= |t|) for Student's t with df > 0 degrees of freedom.
 double student_t_two_sided_p(double t, double df);
+// The quantile t_{q,df}: P(T <= t) = q, for q in (0, 1) and df > 0.
+double student_t_quantile(double q, double df);
 
 }  // namespace posgrad::apps

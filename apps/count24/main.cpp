@@ -13,7 +13,9 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/common/cli.h"
+#include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
+#include "apps/common/optimizer_choice.h"
 #include "apps/common/run_checkpoints.h"
 #include "apps/common/plot.h"
 #include "apps/common/progress.h"
@@ -21,36 +23,14 @@
 #include "apps/count24/count24_model.h"
 #include "datasets/count24.h"
 #include "datasets/data_loader.h"
-#include "nn/adam.h"
 #include "tensor/device.h"
 #include "nn/atomic_file.h"
 #include "nn/checkpoint.h"
-#include "nn/sgd.h"
 
 using namespace posgrad;
 using namespace posgrad::apps;
 
 namespace {
-
-std::unique_ptr<Optimizer> make_optimizer(const std::string& kind, std::vector<Variable> params, double lr) {
-  if (kind == "adam") {
-    AdamOptions o;
-    o.lr = lr;
-    return std::make_unique<Adam>(std::move(params), o);
-  }
-  if (kind == "adamw") {
-    AdamWOptions o;
-    o.lr = lr;
-    return std::make_unique<AdamW>(std::move(params), o);
-  }
-  if (kind == "sgd") {
-    SGDOptions o;
-    o.lr = lr;
-    o.momentum = 0.9;
-    return std::make_unique<SGD>(std::move(params), o);
-  }
-  fail("train.optimizer: unknown optimizer '{}' (valid: adam, adamw, sgd)", kind);
-}
 
 struct Evaluation {
   double accuracy = 0;
@@ -191,26 +171,18 @@ void declare(Settings& s, Count24Settings& c) {
   s.add("figure.sequences", c.figure.sequences, "rows of the attention figure").at_least(1);
 }
 
-Device parse_device(const std::string& name) {
-  // "cpu", "cuda" or "cuda:N". Asking for a GPU that is not there (or a CPU-only build) stops
-  // here with an error that says why, before any work.
-  const Device device = Device::parse(name);
-  if (!device.is_cpu()) require_device(device);
-  return device;
-}
-
 // ------------------------------------------------------------------ train
 
 void train(const Count24Settings& c, const Settings& settings, const TrainRequest& request) {
   const auto seed = static_cast<uint64_t>(c.seed);
-  const Device device = parse_device(c.device);
+  const Device device = usable_device(c.device);
   const Count24 train_set = make_count24(c.data.train_size, seed);
   const Count24 test = make_count24(c.data.test_size, seed + 1000003);  // fresh sequences
 
   Generator gen(seed);  // parameters are initialised on the CPU (same numbers on every device)
   count24::Count24Model model(c.model.embedding_dim, c.model.hidden, gen);
   model.to(device);
-  auto opt = make_optimizer(c.train.optimizer, model.parameters(), c.train.lr);
+  auto opt = make_optimizer({.kind = c.train.optimizer, .lr = c.train.lr}, model.parameters());
   // prefetch 0: batches are an in-memory index_select, and a worker thread would compete with
   // the OpenMP threads on small machines.
   DataLoader loader(train_set.dataset(), c.train.batch_size, /*shuffle=*/true, seed, /*drop_last=*/true, /*prefetch=*/0);
@@ -303,7 +275,7 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
 // Scores a run's checkpoint (best or latest) on fresh test sequences.
 void eval(Count24Settings& c, Settings& settings, const std::string& run_dir, const std::string& which) {
   load_run_settings(settings, run_dir);
-  const Device device = parse_device(c.device);
+  const Device device = usable_device(c.device);
   Generator gen(static_cast<uint64_t>(c.seed));
   count24::Count24Model model(c.model.embedding_dim, c.model.hidden, gen);
   const std::filesystem::path checkpoint = run_checkpoint_folder(run_dir, which);

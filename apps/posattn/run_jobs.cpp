@@ -11,6 +11,7 @@
 
 #include <fmt/ranges.h>
 
+#include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/progress.h"
 #include "apps/common/run_checkpoints.h"
@@ -97,7 +98,7 @@ void poison(Module& model, const std::string& name) {
 }  // namespace
 
 void train(const PosattnSettings& c, const Settings& settings, const TrainRequest& request) {
-  const Device device = parse_device(c.device);
+  const Device device = usable_device(c.device);
   const ImageSplits data = load_train_val(c);
   Generator gen(static_cast<uint64_t>(c.seed));
   PosattnClassifier model(model_config(c, data.set.structure, data.set.channels, data.set.classes), gen);
@@ -259,7 +260,7 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
 void eval(PosattnSettings& c, Settings& settings, const std::string& run_dir, const std::string& which,
           const std::string& split) {
   load_run_settings(settings, run_dir);
-  const Device device = parse_device(c.device);
+  const Device device = usable_device(c.device);
   ImageSet set;
   std::shared_ptr<const Dataset> images;
   if (split == "val") {

@@ -20,10 +20,4 @@ LoadedModel load_run_model(const PosattnSettings& c, const std::string& run_dir,
   return out;
 }
 
-Device parse_device(const std::string& name) {
-  const Device device = Device::parse(name);
-  if (!device.is_cpu()) require_device(device);
-  return device;
-}
-
 }  // namespace posgrad::posattn_app

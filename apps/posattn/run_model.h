@@ -1,5 +1,5 @@
 // A finished (or stopped) run's model, rebuilt from its config.yaml settings and loaded from one
-// of its checkpoints (best | latest), for eval and figures; and the device setting parsed.
+// of its checkpoints (best | latest), for eval and figures.
 //
 // Deliberately does not: load the optimizer, or train.
 #pragma once
@@ -10,7 +10,6 @@
 #include "apps/posattn/image_data.h"
 #include "apps/posattn/posattn_settings.h"
 #include "attention/posattn_classifier.h"
-#include "tensor/device.h"
 
 namespace posgrad::posattn_app {
 
@@ -22,7 +21,5 @@ struct LoadedModel {
 // `c` must hold the run's settings (load_run_settings). Errors name the missing pointer or folder.
 LoadedModel load_run_model(const PosattnSettings& c, const std::string& run_dir, const std::string& which,
                            const ImageSet& set);
-// "cpu", "cuda" or "cuda:N"; a GPU that is not there stops here with an error saying why.
-Device parse_device(const std::string& name);
 
 }  // namespace posgrad::posattn_app

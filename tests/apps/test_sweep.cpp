@@ -1,6 +1,6 @@
-// The sweep tool (apps/common/sweep*.h, build/bin/posgrad-sweep): Welch's t-test against known
-// values (Student's t quantiles and the posattn thesis's Table 5 p-value from its summary
-// statistics); sweep files with a clear error for a bad one; and a tiny real sweep (count24, 2 arms
+// The sweep tool (apps/common/sweep*.h, build/bin/posgrad-sweep): Welch's t-test and the 95%
+// confidence interval of the mean against known values (Student's t table quantiles, a Welch case
+// built to land on one, and the posattn thesis's Table 5 p-value from its summary statistics); sweep files with a clear error for a bad one; and a tiny real sweep (count24, 2 arms
 // x 2 seeds, a few steps) that writes its tables and figure, skips every run when re-run, and
 // continues a run that lost its summary (an interrupted run) with --resume; duplicate seeds or
 // grid values refused; SIGTERM and Ctrl-C (SIGINT to the process group) stopping a sweep and
@@ -28,6 +28,7 @@
 #include "apps/common/folder_lock.h"
 #include "apps/common/run_dir.h"
 #include "apps/common/sweep.h"
+#include "apps/common/sweep_report.h"
 #include "apps/common/sweep_stats.h"
 #include "tests/test_support.h"
 
@@ -144,6 +145,47 @@ BOOST_AUTO_TEST_CASE(statistics_match_known_values) {
   const auto w2 = welch_t_test(ArmStats{5, 0.8130, 0.8026, 0.01579}, ArmStats{5, 0.8130, 0.8026 + 0.00694, 0.003782});
   BOOST_TEST(std::abs(w2->p - 0.3882) < 0.002, "p " << w2->p);
   BOOST_TEST(!welch_t_test(std::vector<double>{1.0}, std::vector<double>{1.0, 2.0}).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(confidence_interval_and_welch_match_t_tables) {
+  // Student's t table: t(0.975, 2) = 4.302653, t(0.975, 4) = 2.776445.
+  BOOST_TEST(student_t_quantile(0.975, 2) == 4.302653, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(student_t_quantile(0.975, 4) == 2.776445, boost::test_tools::tolerance(1e-6));
+  // {1, 2, 3}: sd 1, half width 4.302653 / sqrt(3) = 2.484138.
+  BOOST_TEST(ci95_half_width(arm_stats({1, 2, 3})) == 2.484138, boost::test_tools::tolerance(1e-6));
+  // {1, ..., 5}: sd sqrt(2.5), half width 2.776445 * sqrt(2.5) / sqrt(5) = 2.776445 / sqrt(2) = 1.963243.
+  BOOST_TEST(ci95_half_width(arm_stats({1, 2, 3, 4, 5})) == 1.963243, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(std::isnan(ci95_half_width(arm_stats({1.0}))));
+  // Two arms of 3 with sd 1 each: the Welch df is (2/3)^2 / (2 (1/3)^2 / 2) = 4 and the standard
+  // error sqrt(2/3); a shift of 2.776445 sqrt(2/3) gives t = t(0.975, 4), so p = 0.05 exactly.
+  const double shift = 2.776445 * std::sqrt(2.0 / 3.0);
+  const auto w = welch_t_test(std::vector<double>{0, 1, 2}, std::vector<double>{shift, shift + 1, shift + 2});
+  BOOST_REQUIRE(w.has_value());
+  BOOST_TEST(w->df == 4.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(w->t == 2.776445, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(w->p == 0.05, boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(results_table_gives_the_mean_with_its_confidence_interval) {
+  TempDir tmp;
+  SweepSpec spec;
+  spec.title = "ci";
+  spec.metric = "test_accuracy";
+  spec.out = tmp.path() / "out";
+  spec.arms = {SweepArm{"three", {}, {}, std::nullopt}, SweepArm{"one", {}, {}, std::nullopt}};
+  std::vector<RunResult> results;
+  for (double v : {1.0, 2.0, 3.0}) results.push_back({SweepRun{0, 0, tmp.path()}, "finished", v, {}, {}});
+  results.push_back({SweepRun{1, 0, tmp.path()}, "finished", 0.5, {}, {}});
+  write_sweep_report(spec, results, "");
+  const std::string md = read_text(spec.out / "results.md");
+  BOOST_TEST(md.find("| mean ± 95% CI |") != std::string::npos, md);
+  // mean 2, sd 1, half width 4.302653 / sqrt(3) = 2.484138; a single value has no interval.
+  BOOST_TEST(md.find("| 2.0000 | 1.0000 | 2.0000 ± 2.4841 |") != std::string::npos, md);
+  BOOST_TEST(md.find("| 0.5000 | - | - |") != std::string::npos, md);
+  const std::string csv = read_text(spec.out / "results.csv");
+  BOOST_TEST(csv.find("arm,n,values,max,mean,sd,ci95_low,ci95_high,") == 0u, csv);
+  BOOST_TEST(csv.find("three,3,1;2;3,3,2,1,-0.48413") != std::string::npos, csv);
+  BOOST_TEST(csv.find(",4.48413") != std::string::npos, csv);
 }
 
 BOOST_AUTO_TEST_CASE(bad_sweep_files_are_named) {

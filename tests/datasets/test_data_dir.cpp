@@ -1,5 +1,5 @@
-// The data folder lookup: explicit folder, POSGRAD_DATA_DIR, and the error that lists where it
-// looked. The environment variable is restored after each case.
+// The data folder lookup: explicit folder, POSGRAD_DATA_DIR, POSGRAD_DATA_SEARCH=off, and the
+// error that lists where it looked. The environment variables are restored after each case.
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <optional>
@@ -12,14 +12,22 @@ using posgrad::test::expect_error;
 using posgrad::test::TempDir;
 
 namespace {
+// Saves POSGRAD_DATA_DIR and POSGRAD_DATA_SEARCH, clears the search switch (each case sets what
+// it tests), and restores both.
 struct EnvGuard {
-  std::optional<std::string> saved;
+  std::optional<std::string> saved_dir, saved_search;
   EnvGuard() {
-    if (const char* v = std::getenv(kDataDirEnv)) saved = v;
+    if (const char* v = std::getenv(kDataDirEnv)) saved_dir = v;
+    if (const char* v = std::getenv(kDataSearchEnv)) saved_search = v;
+    ::unsetenv(kDataSearchEnv);
   }
   ~EnvGuard() {
-    if (saved) ::setenv(kDataDirEnv, saved->c_str(), 1);
-    else ::unsetenv(kDataDirEnv);
+    restore(kDataDirEnv, saved_dir);
+    restore(kDataSearchEnv, saved_search);
+  }
+  static void restore(const char* name, const std::optional<std::string>& value) {
+    if (value) ::setenv(name, value->c_str(), 1);
+    else ::unsetenv(name);
   }
 };
 }  // namespace
@@ -99,6 +107,43 @@ BOOST_AUTO_TEST_CASE(find_data_file_names_the_fetch_command) {
   BOOST_TEST(find_data_file(corpus, data.path().string()) == data.path() / corpus);
   // Not a dataset posgrad-data knows: returned as it is, for its reader to report.
   BOOST_TEST(find_data_file("enwik8/enwik8", data.path().string()) == data.path() / "enwik8" / "enwik8");
+}
+
+BOOST_AUTO_TEST_CASE(search_off_hides_the_folder_beside_the_repository) {
+  EnvGuard guard;
+  ::unsetenv(kDataDirEnv);
+  TempDir root;
+  std::filesystem::create_directories(root / "shared" / "data");
+  std::filesystem::create_directories(root / "project");
+  const auto old = std::filesystem::current_path();
+  std::filesystem::current_path(root / "project");
+  ::setenv(kDataSearchEnv, "off", 1);
+  const auto hidden = try_find_data_dir();
+  const auto candidates = data_dir_candidates();
+  std::string message;
+  try {
+    find_data_dir();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ::setenv(kDataSearchEnv, "on", 1);
+  const auto shown = try_find_data_dir();
+  std::filesystem::current_path(old);
+  BOOST_TEST(!hidden.has_value());
+  BOOST_TEST(candidates.empty());
+  BOOST_TEST(message.find("data folder not found") != std::string::npos, message);
+  BOOST_TEST(message.find("POSGRAD_DATA_SEARCH=off") != std::string::npos, message);
+  BOOST_REQUIRE(shown.has_value());
+  BOOST_TEST(std::filesystem::equivalent(*shown, root / "shared" / "data"));
+
+  // An explicit folder is still used; a misspelt switch is an error, not a silent search.
+  TempDir explicit_dir;
+  ::setenv(kDataSearchEnv, "off", 1);
+  ::setenv(kDataDirEnv, explicit_dir.path().c_str(), 1);
+  BOOST_TEST(std::filesystem::equivalent(find_data_dir(), explicit_dir.path()));
+  ::unsetenv(kDataDirEnv);
+  ::setenv(kDataSearchEnv, "no", 1);
+  expect_error([] { try_find_data_dir(); }, {"POSGRAD_DATA_SEARCH=no", "expected on or off"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

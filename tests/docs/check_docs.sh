@@ -12,6 +12,20 @@
 #                 in NOT_RUN below with the reason or the test that covers them. Any other command
 #                 fails this test.
 #   ```text       a layout or a formula: not code. A fence with no or another language fails.
+# A command that reads a data set (NEEDS_DATA below) is skipped, with the reason, when the data
+# folder lacks it; the docs_without_data test runs this check with the data hidden.
+# Commands that read a data set: "glob pattern|folder inside the data folder|data set". When the
+# data folder (POSGRAD_DATA_DIR, else ../shared/data beside the source tree unless
+# POSGRAD_DATA_SEARCH=off) lacks that folder, the command is skipped with the reason; so is every
+# other command of the same program, as they read the runs the training commands write. The
+# docs_without_data test runs this check with the data hidden, so a command that needs data and
+# is not listed here fails there. --help needs no data and always runs.
+NEEDS_DATA=(
+  "build/bin/posattn *|cifar10|CIFAR-10"
+  "build/bin/posgrad-sweep configs/posattn/*|cifar10|CIFAR-10"
+  "build/bin/charlm *|tinyshakespeare|Tiny Shakespeare"
+)
+
 # Long programs get quick settings appended (QUICK_ARGS below: later options override earlier
 # ones); POSGRAD_DOCS_AS_WRITTEN=1 in the environment runs every command exactly as written.
 # It does not check prose, links, or inline code that is not a command.
@@ -90,10 +104,28 @@ echo "checking ${docs[*]}"
 
 # The apps look for the data in ../shared/data beside their working folder, which the scratch
 # folder below does not have: point them at the source tree's neighbour (CI's layout).
-if [[ -z ${POSGRAD_DATA_DIR:-} && -d $src/../shared/data ]]; then
+if [[ -z ${POSGRAD_DATA_DIR:-} && ${POSGRAD_DATA_SEARCH:-on} != off && -d $src/../shared/data ]]; then
   POSGRAD_DATA_DIR=$(cd "$src/../shared/data" && pwd)
   export POSGRAD_DATA_DIR
 fi
+echo "data folder: ${POSGRAD_DATA_DIR:-none (commands that need a data set are skipped)}"
+
+# Why `cmd` cannot run here for want of data (printed), or nothing when it can.
+missing_data() {
+  local cmd=$1 word=$1 entry pattern rest folder
+  [[ " $cmd " == *" --help "* ]] && return
+  while [[ $word =~ ^[A-Z_][A-Z0-9_]*=[^[:space:]]*[[:space:]]+(.*)$ ]]; do word=${BASH_REMATCH[1]}; done
+  for entry in "${NEEDS_DATA[@]}"; do
+    pattern=${entry%%|*}
+    rest=${entry#*|}
+    folder=${rest%%|*}
+    # shellcheck disable=SC2053  # the pattern is a glob on purpose
+    if [[ $word == $pattern && ! -d ${POSGRAD_DATA_DIR:-/nonexistent}/$folder ]]; then
+      echo "needs ${rest#*|}: no $folder/ in the data folder ${POSGRAD_DATA_DIR:-(none found)}; set POSGRAD_DATA_DIR"
+      return
+    fi
+  done
+}
 
 # A scratch folder that looks like the source tree, with the build's programs in build/bin.
 run_dir="$work/run"
@@ -117,6 +149,12 @@ run_command() {
     else
       fail "$where: $cmd: $bin/$program was not built"
     fi
+    return
+  fi
+  local why_not
+  why_not=$(missing_data "$cmd")
+  if [[ -n $why_not ]]; then
+    echo "skip $where: $cmd ($why_not)"
     return
   fi
   local quick=""

@@ -62,3 +62,10 @@ add_test(NAME docs
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_docs.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/bin
                  ${doc_dir}/bin ${doc_bench_built})
 set_tests_properties(docs PROPERTIES FIXTURES_REQUIRED doc_snippets ENVIRONMENT "OMP_NUM_THREADS=2")
+# The same check as a fresh clone with no data beside it sees it: no POSGRAD_DATA_DIR and no
+# ../shared/data search (POSGRAD_DATA_SEARCH=off); the commands that need a data set are skipped.
+add_test(NAME docs_without_data
+         COMMAND ${CMAKE_COMMAND} -E env --unset=POSGRAD_DATA_DIR POSGRAD_DATA_SEARCH=off
+                 bash ${CMAKE_CURRENT_LIST_DIR}/check_docs.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/bin
+                 ${doc_dir}/bin ${doc_bench_built})
+set_tests_properties(docs_without_data PROPERTIES FIXTURES_REQUIRED doc_snippets ENVIRONMENT "OMP_NUM_THREADS=2")
