@@ -280,6 +280,7 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
   const Evaluation e = evaluate(model, test, device);
   const auto figure = run.figure_path("count24");
   draw_figure(model, test, c.figure.sequences, loss_steps, losses, figure, e.accuracy, device);
+  run.log_figures(at.step);
   nlohmann::json summary{{"test_accuracy", e.accuracy},
                          {"test_loss", e.loss},
                          {"attention_on_2s_4s", e.attention_on_2s_4s},
