@@ -2,7 +2,8 @@
 // holds more 2s than 4s, then writes its run folder: config.yaml, metrics.jsonl, checkpoints/
 // (latest and best), summary.json (test accuracy on fresh sequences, attention mass on 2s and
 // 4s) and figures/count24.png (the attention of a batch with each digit in its cell, the values
-// where attention > 0.1, and the loss curve). `count24 --resume RUN` continues a stopped run
+// where attention > 0.1, and the loss curve), all of it also in TensorBoard event files (metrics
+// as scalars, the figure, the config). `count24 --resume RUN` continues a stopped run
 // exactly; `count24 eval RUN` scores its best checkpoint; `count24 --help` lists every setting.
 // The whole training loop is train() below, in one block.
 //
