@@ -409,6 +409,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
   draw_span_mask(model, run.figure_path("span_mask"));
   draw_span_history(span_steps, span_history, run.figure_path("spans"));
   draw_learning_curves(loss_steps, losses, val_steps, val_losses, run.figure_path("learning_curves"));
+  run.log_figures(at.step);
   nlohmann::json summary{{"val_loss", final_val.loss},
                          {"val_bpc", final_val.bpc},
                          {"val_tokens", final_val.tokens},

@@ -12,6 +12,7 @@
 
 #include "nn/atomic_file.h"
 #include "apps/common/cli.h"
+#include "apps/common/tensorboard_events.h"
 #include "tensor/error.h"
 
 namespace posgrad::apps {
@@ -57,6 +58,7 @@ RunDir::RunDir(fs::path dir, ExistingRun existing)
     // this run's (a later --resume would continue the old run).
     fs::remove(summary_path(), ec);
     fs::remove_all(dir_ / "checkpoints", ec);
+    remove_event_files(dir_);
   }
   const char* mode = existing == ExistingRun::Append ? "a" : "w";
   metrics_ = std::fopen(metrics_path().c_str(), mode);
@@ -70,7 +72,7 @@ RunDir::~RunDir() {
 
 RunDir::RunDir(RunDir&& other) noexcept
     : dir_(std::move(other.dir_)), lock_(std::move(other.lock_)), metrics_(std::exchange(other.metrics_, nullptr)),
-      opened_(other.opened_) {}
+      opened_(other.opened_), events_(std::move(other.events_)) {}
 
 RunDir& RunDir::operator=(RunDir&& other) noexcept {
   if (this != &other) {
@@ -79,6 +81,7 @@ RunDir& RunDir::operator=(RunDir&& other) noexcept {
     lock_ = std::move(other.lock_);
     metrics_ = std::exchange(other.metrics_, nullptr);
     opened_ = other.opened_;
+    events_ = std::move(other.events_);
   }
   return *this;
 }
@@ -87,9 +90,18 @@ double RunDir::seconds_since_open() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count();
 }
 
-void RunDir::write_config(const Settings& settings) {
-  write_file_atomically(config_path(), settings.to_yaml());
+TensorboardEvents& RunDir::events() {
+  if (!events_) events_ = std::make_unique<TensorboardEvents>(dir_);
+  return *events_;
 }
+
+void RunDir::write_config(const Settings& settings) {
+  const std::string yaml = settings.to_yaml();
+  write_file_atomically(config_path(), yaml);
+  events().text("config", 0, markdown_code_block(yaml));
+}
+
+void RunDir::log_figures(int64_t step) { events().figures(dir_ / "figures", step); }
 
 std::vector<nlohmann::json> RunDir::read_metrics() const {
   if (metrics_) std::fflush(metrics_);
@@ -119,24 +131,21 @@ void RunDir::drop_metrics_after(int64_t step) {
   write_file_atomically(metrics_path(), kept);
   metrics_ = std::fopen(metrics_path().c_str(), "a");
   POSGRAD_CHECK(metrics_ != nullptr, "cannot open '{}': {}", metrics_path().string(), std::strerror(errno));
+  events().session_start(step + 1);
 }
 
 void RunDir::log_metrics(const nlohmann::json& record) {
   POSGRAD_CHECK(record.is_object(), "log_metrics: the record must be a JSON object, got {}",
                 record.dump());
   POSGRAD_CHECK(metrics_ != nullptr, "log_metrics: the run folder was moved from");
-  std::string line;
-  if (record.contains("time_s")) {
-    line = record.dump();
-  } else {
-    nlohmann::json copy = record;
-    copy["time_s"] = std::round(seconds_since_open() * 1000.0) / 1000.0;
-    line = copy.dump();
-  }
-  line += '\n';
+  nlohmann::json written = record;
+  if (!written.contains("time_s")) written["time_s"] = std::round(seconds_since_open() * 1000.0) / 1000.0;
+  const std::string line = written.dump() + '\n';
   const bool ok = std::fwrite(line.data(), 1, line.size(), metrics_) == line.size() &&
                   std::fflush(metrics_) == 0;
   POSGRAD_CHECK(ok, "cannot write '{}': {}", metrics_path().string(), std::strerror(errno));
+  if (written.contains("step") && written["step"].is_number_integer())
+    events().scalars(written["step"].get<int64_t>(), scalar_fields(written));
 }
 
 void RunDir::write_summary(const nlohmann::json& summary) {

@@ -7,6 +7,8 @@
 //   <run>/figures/        PNG and SVG figures (figure_path)
 //   <run>/checkpoints/    checkpoints (checkpoint_path; see run_checkpoints.h)
 //   <run>/.lock           the lock of the process writing the run (folder_lock.h)
+//   <run>/events.out.tfevents.*  TensorBoard event files (tensorboard_events.h): the metrics, the
+//                         config and the figures (log_figures), one file per process that wrote
 // Creating a RunDir on a folder that already holds files is an error unless the caller says
 // Overwrite (start metrics.jsonl afresh, drop summary.json) or Append (continue metrics.jsonl,
 // e.g. when resuming). A RunDir holds the folder's exclusive lock for as long as it lives, taken
@@ -19,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,10 +33,12 @@
 namespace posgrad::apps {
 
 struct TrainRequest;
+class TensorboardEvents;
 
 enum class ExistingRun {
   Refuse,     // a non-empty folder is an error (the default)
-  Overwrite,  // reuse it: metrics.jsonl restarts empty, summary.json and checkpoints/ are removed
+  Overwrite,  // reuse it: metrics.jsonl restarts empty, summary.json, checkpoints/ and the
+              // TensorBoard event files are removed
   Append,     // reuse it: metrics.jsonl continues (resuming a run)
 };
 
@@ -49,16 +54,20 @@ class RunDir {
 
   const std::filesystem::path& path() const { return dir_; }
 
-  // config.yaml with every setting (atomically).
+  // config.yaml with every setting (atomically), and as the TensorBoard text "config".
   void write_config(const Settings& settings);
   // Appends `record` (a JSON object) as one line of metrics.jsonl and flushes. Adds "time_s"
   // (seconds since this RunDir was opened) unless the record has it. Non-finite numbers are
   // written as null. Example: run.log_metrics({{"step", 10}, {"loss", 0.3}, {"lr", 1e-3}}).
+  // A record with a "step" also goes to TensorBoard: each of its numbers a scalar (scalar_fields).
   void log_metrics(const nlohmann::json& record);
+  // Every PNG of figures/ into the TensorBoard events as an image "figures/<name>" at `step`.
+  void log_figures(int64_t step);
   // The records of metrics.jsonl, in order (lines that do not parse are an error naming the line).
   std::vector<nlohmann::json> read_metrics() const;
   // Drops the records whose "step" is above `step` (what a killed run logged after its last
-  // checkpoint), so a resumed run continues the file without repeating steps.
+  // checkpoint), so a resumed run continues the file without repeating steps; TensorBoard is told
+  // the same (a session START at step + 1).
   void drop_metrics_after(int64_t step);
   // summary.json (atomically, pretty-printed).
   void write_summary(const nlohmann::json& summary);
@@ -80,6 +89,9 @@ class RunDir {
   FolderLock lock_;  // released last, after metrics.jsonl is closed
   std::FILE* metrics_ = nullptr;
   std::chrono::steady_clock::time_point opened_;
+  std::unique_ptr<TensorboardEvents> events_;  // opened at the first event
+
+  TensorboardEvents& events();
 };
 
 // Opens request.out_dir for a run: a new run (Overwrite with --overwrite, else Refuse) gets

@@ -2,7 +2,8 @@
 // holds more 2s than 4s, then writes its run folder: config.yaml, metrics.jsonl, checkpoints/
 // (latest and best), summary.json (test accuracy on fresh sequences, attention mass on 2s and
 // 4s) and figures/count24.png (the attention of a batch with each digit in its cell, the values
-// where attention > 0.1, and the loss curve). `count24 --resume RUN` continues a stopped run
+// where attention > 0.1, and the loss curve), all of it also in TensorBoard event files (metrics
+// as scalars, the figure, the config). `count24 --resume RUN` continues a stopped run
 // exactly; `count24 eval RUN` scores its best checkpoint; `count24 --help` lists every setting.
 // The whole training loop is train() below, in one block.
 //
@@ -253,6 +254,7 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
   const Evaluation e = evaluate(model, test, device);
   const auto figure = run.figure_path("count24");
   draw_figure(model, test, c.figure.sequences, loss_steps, losses, figure, e.accuracy, device);
+  run.log_figures(at.step);
   nlohmann::json summary{{"test_accuracy", e.accuracy},
                          {"test_loss", e.loss},
                          {"attention_on_2s_4s", e.attention_on_2s_4s},

@@ -235,6 +235,7 @@ void draw_figures(PosattnSettings& c, Settings& settings, const std::string& run
   const Positions positions = m.model->positions_for(data.set.structure);
   draw_encoding(run, *m.model, positions, title);
   draw_attention(run, *m.model, data, images, records, title);
+  run.log_figures(records.empty() ? 0 : records.back().value("step", int64_t{0}));
   fmt::print("figures: {}\n", (std::filesystem::path(run_dir) / "figures").string());
 }
 

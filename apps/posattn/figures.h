@@ -7,6 +7,7 @@
 //   attention   for a few validation images, the head-averaged attention of the query the
 //               classifier reads (token N - 1 with pooling 'last', else the centre pixel) in
 //               every layer, blended over the image, with the span box drawn on it (2-D)
+// and then into the run's TensorBoard events as images "figures/<name>" at the last logged step.
 //
 // Deliberately does not: draw sweep-level figures (posgrad-sweep draws the learning curves of
 // every arm) or retrain anything.

@@ -43,6 +43,7 @@ NOT_RUN=(
   "scripts/demo.sh|a full build; the scripts_order test checks what it runs, and its count24 command runs here"
   "scripts/test.sh|runs this test; the scripts_order test checks that it builds every suite and fails when no test ran"
   "scripts/install_deps.sh*|installs Debian packages as root"
+  "tensorboard --logdir*|a web server that runs until stopped; the tensorboard_reader test reads a count24 run's event files with TensorBoard's own reader"
   "apt-get install*|installs Debian packages as root"
   "sudo apt-get install*|installs Debian packages as root"
   "scripts/gpu_bundle.sh*|a full CUDA build into build-gpu, by hand before a GPU session (docs/benchmarks.md)"
