@@ -85,8 +85,6 @@ void declare(Settings& s, CharlmSettings& c) {
 
 namespace {
 
-}
-
 CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   CharTransformerConfig m;
   m.vocab = vocab;
