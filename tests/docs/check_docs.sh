@@ -24,6 +24,7 @@ NEEDS_DATA=(
   "build/bin/posattn *|cifar10|CIFAR-10"
   "build/bin/posgrad-sweep configs/posattn/*|cifar10|CIFAR-10"
   "build/bin/charlm *|tinyshakespeare|Tiny Shakespeare"
+  "build/bin/posgrad-data verify*|.|a data folder"
 )
 
 # Long programs get quick settings appended (QUICK_ARGS below: later options override earlier
