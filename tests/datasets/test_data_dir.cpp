@@ -30,6 +30,22 @@ struct EnvGuard {
     else ::unsetenv(name);
   }
 };
+
+// A repository checkout with its data beside it, <root>/project and <root>/shared/data, and the
+// current folder inside the project for as long as this lives.
+struct InProjectBesideData {
+  TempDir root;
+  std::filesystem::path old = std::filesystem::current_path();
+  InProjectBesideData() {
+    std::filesystem::create_directories(root / "shared" / "data");
+    std::filesystem::create_directories(root / "project");
+    std::filesystem::current_path(root / "project");
+  }
+  ~InProjectBesideData() { leave(); }
+  // Back to the folder the test started in (the folders stay until this is destroyed).
+  void leave() { std::filesystem::current_path(old); }
+  std::filesystem::path data() const { return root / "shared" / "data"; }
+};
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(data_dir)
@@ -63,15 +79,11 @@ BOOST_AUTO_TEST_CASE(automatic_lookup_and_error_message) {
 BOOST_AUTO_TEST_CASE(relative_to_current_directory) {
   EnvGuard guard;
   ::unsetenv(kDataDirEnv);
-  TempDir root;
-  std::filesystem::create_directories(root / "shared" / "data");
-  std::filesystem::create_directories(root / "project");
-  const auto old = std::filesystem::current_path();
-  std::filesystem::current_path(root / "project");
+  InProjectBesideData project;
   const auto found = try_find_data_dir();
-  std::filesystem::current_path(old);
+  project.leave();
   BOOST_REQUIRE(found.has_value());
-  BOOST_TEST(std::filesystem::equivalent(*found, root / "shared" / "data"));
+  BOOST_TEST(std::filesystem::equivalent(*found, project.data()));
 }
 
 // The command the apps print when data is missing: the posgrad-data built beside this program,
@@ -112,11 +124,7 @@ BOOST_AUTO_TEST_CASE(find_data_file_names_the_fetch_command) {
 BOOST_AUTO_TEST_CASE(search_off_hides_the_folder_beside_the_repository) {
   EnvGuard guard;
   ::unsetenv(kDataDirEnv);
-  TempDir root;
-  std::filesystem::create_directories(root / "shared" / "data");
-  std::filesystem::create_directories(root / "project");
-  const auto old = std::filesystem::current_path();
-  std::filesystem::current_path(root / "project");
+  InProjectBesideData project;
   ::setenv(kDataSearchEnv, "off", 1);
   const auto hidden = try_find_data_dir();
   const auto candidates = data_dir_candidates();
@@ -128,13 +136,13 @@ BOOST_AUTO_TEST_CASE(search_off_hides_the_folder_beside_the_repository) {
   }
   ::setenv(kDataSearchEnv, "on", 1);
   const auto shown = try_find_data_dir();
-  std::filesystem::current_path(old);
+  project.leave();
   BOOST_TEST(!hidden.has_value());
   BOOST_TEST(candidates.empty());
   BOOST_TEST(message.find("data folder not found") != std::string::npos, message);
   BOOST_TEST(message.find("POSGRAD_DATA_SEARCH=off") != std::string::npos, message);
   BOOST_REQUIRE(shown.has_value());
-  BOOST_TEST(std::filesystem::equivalent(*shown, root / "shared" / "data"));
+  BOOST_TEST(std::filesystem::equivalent(*shown, project.data()));
 
   // An explicit folder is still used; a misspelt switch is an error, not a silent search.
   TempDir explicit_dir;
