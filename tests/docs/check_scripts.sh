@@ -3,7 +3,8 @@
 # either order in one build folder. Runs copies of scripts/{build,demo,test}.sh with stand-ins
 # for cmake, ctest, count24 and install_deps.sh that record how they were called, for
 # demo-then-test and test-then-demo, and checks that
-#   - both scripts install the Debian packages (call scripts/install_deps.sh);
+#   - both scripts install the Debian packages (call scripts/install_deps.sh): demo.sh only the
+#     build packages (--demo), test.sh all of them;
 #   - demo.sh builds only count24 and passes no option that would turn tests or benchmarks off
 #     (so it never undoes test.sh's configure), then runs count24 into runs/count24/demo;
 #   - test.sh configures with POSGRAD_TESTS=ON and POSGRAD_BENCH=ON last, so they win over its
@@ -75,8 +76,10 @@ for order in "demo test" "test demo"; do
       check "$order: demo.sh sets no POSGRAD_TESTS" lacks "$log" "-DPOSGRAD_TESTS"
       check "$order: demo.sh sets no POSGRAD_BENCH" lacks "$log" "-DPOSGRAD_BENCH"
       check "$order: demo.sh builds only count24" has_line "$log" "^cmake --build build .*--target count24$"
+      check "$order: demo.sh installs only the build packages" has_line "$log" "^install_deps --demo$"
       check "$order: demo.sh runs count24 into runs/count24/demo" has_line "$log" "^count24 --out runs/count24/demo"
     else
+      check "$order: test.sh installs every package" has_line "$log" "^install_deps *$"
       check "$order: test.sh configures with POSGRAD_TESTS=ON last" test "$(last_value "$log" POSGRAD_TESTS)" = ON
       check "$order: test.sh configures with POSGRAD_BENCH=ON last" test "$(last_value "$log" POSGRAD_BENCH)" = ON
       check "$order: test.sh builds every target" lacks "$log" "^cmake --build .*--target"
