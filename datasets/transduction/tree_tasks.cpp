@@ -84,7 +84,7 @@ TreePair tree_ops_pair(const BinaryTree& x, int64_t ptr, int64_t op, int64_t voc
   BinaryTree output;
   switch (op) {
     case 0: output = subtree; break;
-    case 1: output = flip(subtree); break;
+    case 1: output = flip_tree(subtree); break;
     case 2: output = cut_at(x, ptr); break;
     default: output = x; break;
   }
@@ -100,7 +100,7 @@ TreePair draw_tree_pair(TreeTask task, int64_t depth, int64_t vocab_size, DrawSt
     }
     case TreeTask::Rotate: {
       BinaryTree x = random_tree(depth, labels.leaves, labels.operators, stream);
-      return {x, rotate(x)};
+      return {x, rotate_tree(x)};
     }
     case TreeTask::C3: {
       BinaryTree x = random_tree(depth, labels.leaves, labels.operators, stream);

@@ -3,13 +3,13 @@
 // random stream seeded 42, input in breadth-first order, output in breadth- or depth-first order.
 //
 //   COPY      labels: leaves 1..V/2, operators V/2+1..V (V = 20)     output = input
-//   ROTATE    the same labels                                        output = rotate(input)
+//   ROTATE    the same labels                                        output = rotate_tree(input)
 //   C3        leaves {1, 2, 3} (Z3, 1 the identity), operator 4      output = c3_step(input)
 //   TREE-OPS  V = 128: a tree x of depth d - 1 with unique labels, leaves 1..64, operators
 //             65..124; a uniformly chosen subtree (label ptr) and op in 0..3; the input is
 //             Binary(124 + op, Leaf(ptr), x) (meta-op tokens 124..127; 124 is also an operator
 //             label, as released) and the output is, by op:
-//               0 the subtree, 1 flip(subtree), 2 cut_at(x, ptr), 3 x
+//               0 the subtree, 1 flip_tree(subtree), 2 cut_at(x, ptr), 3 x
 //
 // Example (transduction_example.h): source = (SOS = 0, input labels breadth-first), source_heap
 // = (0, their heap positions); target = (SOS, output labels in the output order), target_heap =

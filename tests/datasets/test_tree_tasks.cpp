@@ -28,25 +28,25 @@ BinaryTree tree(const char* text) { return parse_tree(text); }
 BOOST_AUTO_TEST_SUITE(tree_tasks)
 
 BOOST_AUTO_TEST_CASE(rotate_on_hand_written_trees) {
-  // Binary(r, Binary(p, l, m), right) -> Binary(p, rotate(l), Binary(r, rotate(m), rotate(right)))
-  BOOST_TEST(to_text(rotate(tree("(11 (12 1 2) 3)"))) == "(12 1 (11 2 3))");
-  BOOST_TEST(to_text(rotate(tree("(11 (12 (13 (14 1 2) 3) 4) 5)"))) == "(12 (14 1 (13 2 3)) (11 4 5))");
-  BOOST_TEST(to_text(rotate(tree("(11 (12 1 (13 (14 2 3) 4)) 5)"))) == "(12 1 (11 (14 2 (13 3 4)) 5))");
+  // Binary(r, Binary(p, l, m), right) -> Binary(p, rotate_tree(l), Binary(r, rotate_tree(m), rotate_tree(right)))
+  BOOST_TEST(to_text(rotate_tree(tree("(11 (12 1 2) 3)"))) == "(12 1 (11 2 3))");
+  BOOST_TEST(to_text(rotate_tree(tree("(11 (12 (13 (14 1 2) 3) 4) 5)"))) == "(12 (14 1 (13 2 3)) (11 4 5))");
+  BOOST_TEST(to_text(rotate_tree(tree("(11 (12 1 (13 (14 2 3) 4)) 5)"))) == "(12 1 (11 (14 2 (13 3 4)) 5))");
   // A node whose left child is a leaf is returned unchanged, its right subtree included.
-  BOOST_TEST(to_text(rotate(tree("(11 1 (12 (13 2 3) 4))"))) == "(11 1 (12 (13 2 3) 4))");
-  BOOST_TEST(to_text(rotate(tree("7"))) == "7");
+  BOOST_TEST(to_text(rotate_tree(tree("(11 1 (12 (13 2 3) 4))"))) == "(11 1 (12 (13 2 3) 4))");
+  BOOST_TEST(to_text(rotate_tree(tree("7"))) == "7");
 }
 
 BOOST_AUTO_TEST_CASE(c3_group_table_and_one_reduction_step) {
   // Z3 with 1 the identity: 1.x = x, 2.2 = 3, 2.3 = 1, 3.3 = 2, commutative.
   const int64_t table[3][3] = {{1, 2, 3}, {2, 3, 1}, {3, 1, 2}};
   for (int64_t a = 1; a <= 3; ++a)
-    for (int64_t b = 1; b <= 3; ++b) BOOST_TEST(c3(a, b) == table[a - 1][b - 1]);
+    for (int64_t b = 1; b <= 3; ++b) BOOST_TEST(c3_product(a, b) == table[a - 1][b - 1]);
   // Only nodes with two leaf children reduce, once: (4 2 3) -> 1 and (4 1 2) -> 2, the parent waits.
   BOOST_TEST(to_text(c3_step(tree("(4 (4 2 3) (4 (4 1 2) 3))"))) == "(4 1 (4 2 3))");
   BOOST_TEST(to_text(c3_step(tree("(4 3 3)"))) == "2");
   BOOST_TEST(to_text(c3_step(tree("2"))) == "2");
-  test::check_error([] { c3(0, 1); }, {"c3", "0 and 1"});
+  test::check_error([] { c3_product(0, 1); }, {"c3", "0 and 1"});
   test::check_error([] { c3_step(tree("(5 1 2)")); }, {"operator label must be 4, got 5"});
 }
 
@@ -63,7 +63,7 @@ BOOST_AUTO_TEST_CASE(each_tree_ops_operation) {
   // A leaf pointer: flip leaves it, cut_at replaces it by itself.
   BOOST_TEST(to_text(tree_ops_pair(x, 3, 1, 128).output) == "3");
   BOOST_TEST(to_text(tree_ops_pair(x, 3, 2, 128).output) == "(70 (71 1 2) 3)");
-  BOOST_TEST(to_text(flip(tree("(70 (71 1 2) 3)"))) == "(70 3 (71 1 2))");  // the root's children only
+  BOOST_TEST(to_text(flip_tree(tree("(70 (71 1 2) 3)"))) == "(70 3 (71 1 2))");  // the root's children only
   test::check_error([&] { tree_ops_pair(x, 99, 0, 128); }, {"ptr 99 is not a label"});
   test::check_error([&] { tree_ops_pair(x, 71, 4, 128); }, {"op must be in 0..3, got 4"});
   const auto all = subtrees(x);  // pre-order
@@ -85,10 +85,10 @@ BOOST_AUTO_TEST_CASE(heap_positions_of_both_linearisations) {
   BOOST_TEST(depth.order == (Tokens{1, 2, 3, 4, 5, 6, 7}), boost::test_tools::per_element());  // pre-order index
 
   // The example: SOS (token 0, heap 0, order 0) first, input breadth-first, no EOS.
-  const TransductionExample e = tree_example({t, rotate(t)}, TreeOrder::DepthFirst);
+  const TransductionExample e = tree_example({t, rotate_tree(t)}, TreeOrder::DepthFirst);
   BOOST_TEST(e.source == (Tokens{0, 10, 11, 4, 1, 12, 2, 3}), boost::test_tools::per_element());
   BOOST_TEST(e.source_heap == (Tokens{0, 1, 2, 3, 4, 5, 10, 11}), boost::test_tools::per_element());
-  BOOST_TEST(to_text(rotate(t)) == "(11 1 (10 (12 2 3) 4))");
+  BOOST_TEST(to_text(rotate_tree(t)) == "(11 1 (10 (12 2 3) 4))");
   BOOST_TEST(e.target == (Tokens{0, 11, 1, 10, 12, 2, 3, 4}), boost::test_tools::per_element());
   BOOST_TEST(e.target_heap == (Tokens{0, 1, 2, 3, 6, 12, 13, 7}), boost::test_tools::per_element());
   BOOST_TEST(e.target_order == (Tokens{0, 1, 2, 3, 4, 5, 6, 7}), boost::test_tools::per_element());
@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(generated_pairs_follow_each_task) {
         depth_sum += pair.input.depth();
         switch (task) {
           case TreeTask::Copy: BOOST_REQUIRE((pair.output == pair.input)); break;
-          case TreeTask::Rotate: BOOST_REQUIRE((pair.output == rotate(pair.input))); break;
+          case TreeTask::Rotate: BOOST_REQUIRE((pair.output == rotate_tree(pair.input))); break;
           case TreeTask::C3: BOOST_REQUIRE((pair.output == c3_step(pair.input))); break;
           case TreeTask::TreeOps: {
             const int64_t op = pair.input.label - 124;
