@@ -1,11 +1,15 @@
 // Batching transduction examples: padding and padding masks on both sides, the teacher-forcing
 // shift, the released code's one-longer input mask, the decoder mask (index order for sequences,
-// traversal order for trees, never an empty row), heap positions, and the errors.
+// traversal order for trees, never an empty row), heap positions, the errors, and that the
+// encoder-decoder golden files hold exactly the batches posgrad builds from their examples.
 #include <boost/test/unit_test.hpp>
+
+#include <numeric>
 
 #include "datasets/transduction/sequence_tasks.h"
 #include "datasets/transduction/transduction_batch.h"
 #include "datasets/transduction/tree_tasks.h"
+#include "nn/safetensors.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
@@ -89,6 +93,51 @@ BOOST_AUTO_TEST_CASE(bad_batches_name_the_example) {
   TransductionExample broken = tree;
   broken.target_order.pop_back();
   test::check_error([&] { make_transduction_batch({broken}, {0}); }, {"example 0", "lengths differ"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The encoder-decoder golden files (tools/golden_encoder_decoder.py) batch their examples with a
+// Python copy of these rules: posgrad must build exactly the batch stored beside them.
+BOOST_AUTO_TEST_SUITE(transduction_batch_golden)
+
+BOOST_AUTO_TEST_CASE(golden_files_hold_posgrads_batches) {
+  for (const char* name : {"ape_postnorm", "sinusoidal_prenorm", "ape_tree_postnorm"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/encoder_decoder_" +
+                                           name + ".safetensors");
+      std::vector<TransductionExample> examples;
+      const auto list = [&](const std::string& key) {
+        return golden.contains(key) ? golden.at(key).to_vector<int64_t>() : Tokens{};
+      };
+      for (int i = 0; golden.contains("example." + std::to_string(i) + ".source"); ++i) {
+        const std::string prefix = "example." + std::to_string(i) + ".";
+        examples.push_back({list(prefix + "source"), list(prefix + "target"), list(prefix + "source_heap"),
+                            list(prefix + "target_heap"), list(prefix + "target_order")});
+      }
+      BOOST_REQUIRE(examples.size() >= 2u);
+      std::vector<int64_t> all(examples.size());
+      std::iota(all.begin(), all.end(), 0);
+      const TransductionBatch b = make_transduction_batch(examples, all);
+      const auto same = [&](const char* key, const Tensor& ours) {
+        const Tensor& theirs = golden.at(key);
+        BOOST_TEST_CONTEXT(key) {
+          BOOST_REQUIRE((ours.shape() == theirs.shape()));
+          BOOST_TEST(ours.to_vector<double>() == theirs.to_vector<double>(), boost::test_tools::per_element());
+        }
+      };
+      same("source", b.source);
+      same("source_mask", b.source_mask);
+      same("decoder_input", b.decoder_input);
+      same("decoder_target", b.decoder_target);
+      same("decoder_mask", b.decoder_mask);
+      BOOST_TEST(golden.contains("source_heap") == b.source_heap.defined());
+      if (b.source_heap.defined()) {
+        same("source_heap", b.source_heap);
+        same("decoder_heap", b.decoder_heap);
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
