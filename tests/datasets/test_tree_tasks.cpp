@@ -203,6 +203,31 @@ BOOST_AUTO_TEST_CASE(generated_pairs_follow_each_task) {
   BOOST_TEST(tree_task_labels(TreeTask::Copy, 20).operators.front() == 11);
 }
 
+BOOST_AUTO_TEST_CASE(tree_ops_draws_again_when_unique_labels_run_out) {
+  // x of depth 10 needs about 64 operators on average, more than the 60 labels 65..124: find a
+  // stream whose first unique tree runs out, and check the pair is still drawn, from a later tree.
+  const TreeLabels labels = tree_task_labels(TreeTask::TreeOps, 128);
+  int exhausted = 0;
+  for (uint64_t key = 0; key < 20 && exhausted < 3; ++key) {
+    DrawStream probe(key);
+    Tokens leaves = labels.leaves, operators = labels.operators;
+    if (random_tree_unique(10, leaves, operators, probe)) continue;
+    ++exhausted;
+    DrawStream stream(key);
+    const TreePair pair = draw_tree_pair(TreeTask::TreeOps, 11, 128, stream);
+    BOOST_TEST(stream.draws() > probe.draws());  // it went on past the failed tree
+    const BinaryTree& x = pair.input.right();
+    BOOST_TEST(x.depth() == 10);
+    const Tokens nodes = linearise(x, TreeOrder::DepthFirst).labels;
+    BOOST_TEST(std::set<int64_t>(nodes.begin(), nodes.end()).size() == nodes.size());
+  }
+  BOOST_TEST(exhausted == 3);
+  // With one operator label a tree of depth 2 can never be drawn: the error names it.
+  DrawStream stream(1);
+  test::check_error([&] { draw_tree_pair(TreeTask::TreeOps, 3, 10, stream); },
+                    {"tree-ops", "depth 2", "1000 attempts", "5 leaf and 1 operator labels"});
+}
+
 BOOST_AUTO_TEST_CASE(the_papers_splits_reproducible_with_golden_hashes) {
   const char* hashes[4][2] = {  // [task][breadth, depth]
       {"81f0f29c2a2336c9c794c2f8fda8cd713bec63728e1de2d978d3ec575dbc934c",
