@@ -57,6 +57,10 @@ of 3 AdamW steps (adamw_losses, each the loss before its step) and every paramet
 the metadata has the config (JSON), seed, torch version, format_version and the command that
 regenerates the files.
 
+Before writing, the script checks itself: the sinusoidal model against torch.nn.Transformer
+layers carrying the same weights (both norm orders), the APE maps against spec 11's identities,
+and one APE attention (sequence and tree) against tools/golden_ape.py's separately written layer.
+
 Usage: /usr/bin/python3 tools/golden_encoder_decoder.py [--out tests/golden]
 """
 import json
@@ -471,10 +475,44 @@ def check_ape_scores():
     assert tree_distance(tree_word(4), tree_word(3)) == 3
 
 
+def check_against_golden_ape():
+    """One APE attention of this model against tools/golden_ape.py's ApeAttention (written
+    separately from the same spec) with the same weights: sequences (causal) and trees."""
+    from golden_ape import ApeAttention
+    torch.manual_seed(2)
+    base = dict(vocab=12, width=16, heads=2, ff=32, encoder_layers=1, decoder_layers=1, positional="ape",
+                branching=2, pre_norm=False, scale_grad_by_freq=False, decay=0.9)
+    heap = [[1, 2, 3, 4, 5, 6, 7], [0, 1, 3, 6, 7, 14, 13]]
+    for structure in ("sequence", "tree"):
+        ours = EncoderDecoder(dict(base, structure=structure))
+        theirs_cfg = dict(width=16, heads=2, decay=0.9, kind=structure, causal=structure == "sequence",
+                          options={"mapping": "intended", "decay_distance": "intended"}, heap=heap)
+        theirs = ApeAttention(theirs_cfg)
+        a = ours.encoder.layers[0].self_attention
+        with torch.no_grad():
+            theirs.hooks[0].orthogonal.generators.copy_(ours.positional.generators)
+            for p in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                getattr(theirs, p).load_state_dict(getattr(a, p).state_dict())
+        x = torch.randn(2, 7, 16)
+        if structure == "sequence":
+            maps, _ = ours.sequence_maps(7, 7)
+            dist = (torch.arange(7)[:, None] - torch.arange(7)[None, :]).abs().double()[None]
+            mask = torch.ones(7, 7).tril()[None]
+        else:
+            heaps = torch.tensor(heap)
+            maps = ours.tree_maps(heaps)
+            dist = torch.tensor([[[tree_distance(tree_word(i), tree_word(j)) for j in row] for i in row]
+                                 for row in heap], dtype=torch.float64)
+            mask = torch.ones(1, 7, 7)
+        mine = ours.attention(a, x, x, mask, maps, maps, 0.9 ** dist)
+        assert torch.allclose(mine, theirs(x), atol=1e-10), f"APE attention differs from golden_ape.py ({structure})"
+
+
 def main():
     out = golden_out_dir(__doc__.split("\n")[0])
     torch.set_default_dtype(torch.float64)
     check_ape_scores()
+    check_against_golden_ape()
     base = dict(vocab=12, width=16, heads=2, ff=32, encoder_layers=1, decoder_layers=1, lr=1e-2,
                 weight_decay=0.01, decay=0.9)
     cases = {
