@@ -1,5 +1,6 @@
 // The datasets layer in one include: Dataset/DataLoader, the file formats (IDX/MNIST, CIFAR-10
-// binary, char-level text), the count24 task, splits, the data folder lookup and file checksums.
+// binary, char-level text), the count24 task, the APE transduction tasks (sequences and trees,
+// datasets/transduction/), splits, the data folder lookup and file checksums.
 // This file deliberately declares nothing itself.
 #pragma once
 
@@ -18,3 +19,9 @@
 #include "datasets/pixels.h"
 #include "datasets/seeding.h"
 #include "datasets/split.h"
+#include "datasets/transduction/binary_tree.h"
+#include "datasets/transduction/sequence_tasks.h"
+#include "datasets/transduction/transduction_batch.h"
+#include "datasets/transduction/transduction_metrics.h"
+#include "datasets/transduction/tree_operations.h"
+#include "datasets/transduction/tree_tasks.h"

@@ -9,4 +9,5 @@ set(POSGRAD_FUZZ_HARNESSES
   mnist_idx
   cifar10
   char_corpus
-  hook_options)
+  hook_options
+  tree_text)
