@@ -10,7 +10,8 @@ packages=(cmake ninja-build g++ make pkg-config libfmt-dev libboost-test-dev lib
           libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev libcli11-dev libcairo2-dev fonts-dejavu-core
           libssl-dev libcurl4-openssl-dev libarchive-dev openssl libprotobuf-dev protobuf-compiler
           python3-pip python3-protobuf python3-numpy python3-grpcio python3-absl python3-markdown
-          python3-werkzeug python3-pil python3-packaging python3-setuptools)
+          python3-werkzeug python3-pil python3-packaging python3-setuptools
+          libopenmpi-dev openmpi-bin)
 if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch python3-numpy libopenblas0-pthread); fi
 tensorboard_version=2.19.0
 
