@@ -18,8 +18,8 @@ trap 'rm -rf "$scratch"' EXIT
 mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$threads")
 
 posattn_args=(--config configs/posattn/quick/2d_span.yaml -Ddata.small_dataset=5000 -Dtrain.max_steps=30)
-charlm_args=(train --config configs/charlm/shakespeare_cpu.yaml -Dtrain.steps=20 -Dtrain.eval_every=1000
-             -Dtrain.eval_blocks=1 -Dtrain.checkpoint_every=1000 -Deval.batch=2)
+charlm_args=(train --config configs/charlm/shakespeare_cpu.yaml -Dtrain.steps=20 -Dtrain.warmup=5
+             -Dtrain.eval_every=1000 -Dtrain.eval_blocks=1 -Dtrain.checkpoint_every=1000 -Ddata.val_fraction=0.01)
 
 # summary.json -> "steps_per_s allreduce_ms_per_step allreduce_kib_per_step"
 posattn_numbers() {
