@@ -90,4 +90,28 @@ BOOST_AUTO_TEST_CASE(every_rank_starts_from_rank_0s_model) {
   BOOST_TEST(means[0] == (g.size() - 1) / 2.0);
 }
 
+// Ranks that built different models (here: rank 1 a wider layer) all stop with one error naming
+// the first difference, instead of broadcasting mismatched tensors; alone, a rank keeps its model.
+BOOST_AUTO_TEST_CASE(ranks_with_different_models_are_refused) {
+  ProcessGroup& g = group();
+  Generator gen(7);
+  Linear layer(3, g.rank() == 1 ? 4 : 2, true, gen);
+  const auto before = layer.named_parameters()[0].second.value().to_vector<float>();
+  if (g.size() == 1) {
+    broadcast_module(layer, g);
+    BOOST_TEST(layer.named_parameters()[0].second.value().to_vector<float>() == before, boost::test_tools::per_element());
+    return;
+  }
+  try {
+    broadcast_module(layer, g);
+    BOOST_FAIL("no error");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    BOOST_TEST(what.find("the ranks built different models (1 of " + std::to_string(g.size()) + " differ from rank 0") !=
+                   std::string::npos,
+               what);
+    if (g.rank() == 1) BOOST_TEST(what.find("weight float32[4, 3]") != std::string::npos, what);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
