@@ -14,6 +14,7 @@
 
 #include "apps/charlm/charlm_figures.h"
 #include "apps/charlm/charlm_text.h"
+#include "apps/common/data_parallel.h"
 #include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/optimizer_choice.h"
@@ -251,9 +252,15 @@ LoadedRun load_run(CharlmSettings& c, Settings& settings, const JobSettings& job
 
 }  // namespace
 
+// Data parallel under mpirun/srun (apps/common/data_parallel.h): the B streams are cut into
+// contiguous groups of B/p rows, one per rank (each rank keeps its rows' cache); the gradients
+// are averaged before each step; a checkpoint holds the cache of all B rows (gathered), so a run
+// resumes with any rank count that divides B; rank 0 alone validates and writes the run folder.
 void train(const CharlmSettings& c, const Settings& settings, const TrainRequest& request) {
-  const auto seed = static_cast<uint64_t>(c.seed);
-  const Device device = usable_device(c.device);
+  DataParallel dp(usable_device(c.device));
+  const Device device = dp.device();
+  const distributed::Shard rows = dp.shard(c.train.batch_size, "train.batch_size");  // this rank's streams
+  const auto seed = dp.seed(static_cast<uint64_t>(c.seed));
   // A resumed run reads the text it trained on, with the vocabulary it learned (vocab.json).
   TrainedOn trained_on;
   if (request.resume) {
@@ -274,11 +281,12 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
   // The vocabulary travels inside every checkpoint (a buffer: saved, never trained).
   model.register_buffer(kVocabBuffer, vocab_tensor(data.vocab));
   model.to(device);
+  dp.replicate(model);
   auto opt = make_optimizer({.kind = c.train.optimizer, .lr = c.train.lr, .weight_decay = c.train.weight_decay, .clip_per_tensor = c.train.clip},
                             model.parameters());
   const auto schedule = make_schedule(c);
 
-  RunDir run = open_run_dir(request, settings);
+  RunDir run = dp.open_run_dir(request, settings, dp.describe(c.train.batch_size, 1, c.train.lr));
   if (!request.resume) write_vocab(run, data, c.data.bytes);
   RunCheckpoints checkpoints(run, model, *opt, gen, {.metric = "val_loss", .higher_is_better = false});
   TrainingPosition at;
@@ -300,9 +308,10 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     }
   };
   if (request.resume) {
-    at = checkpoints.restore_latest();
+    at = dp.restore(checkpoints);
     run.drop_metrics_after(at.step);
-    for (const auto& r : run.read_metrics()) remember(r);
+    if (dp.writes())
+      for (const auto& r : run.read_metrics()) remember(r);
     // The checkpoint's own record of the text and the vocabulary (vocab.json may be missing).
     if (at.extra.contains(kDataKey)) refuse_other_text(c, fingerprint_from_json(at.extra.at(kDataKey)));
     else if (!trained_on.data)
@@ -317,6 +326,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     const auto kept = at.tensor_files.find(kCacheFile);
     cache = kept != at.tensor_files.end() ? cache_from_tensors(kept->second, model.num_layers(), device)
                                           : load_cache_beside(run, at.step, device);
+    for (Tensor& layer : cache.layers)  // [B, ...] of the checkpoint -> this rank's rows
+      if (layer.defined()) layer = layer.narrow(0, rows.first, rows.count).contiguous();
   }
   double window_loss = at.extra.value("window_loss", 0.0);
   int64_t window_steps = at.extra.value("window_steps", int64_t{0});
@@ -338,26 +349,32 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     const auto segment = streams.next(gen);
     if (segment.restarted) cache = LayerCache{};
     opt->set_lr(schedule->lr_at(at.step));
-    Variable logits = model.forward(segment.input.to(device), cache, gen);
-    Variable nll = cross_entropy(logits, segment.target.to(device));
+    const Tensor input = segment.input.narrow(0, rows.first, rows.count).contiguous();    // [B/p, M]
+    const Tensor target = segment.target.narrow(0, rows.first, rows.count).contiguous();  // [B/p, M]
+    Variable logits = model.forward(input.to(device), cache, gen);
+    Variable nll = cross_entropy(logits, target.to(device));
     Variable span = model.span_loss();
     Variable loss = span.defined() ? nll + span : nll;
     const double value = nll.item();
     check_finite_loss(loss.item(), at.step + 1, checkpoints.latest_path());
     opt->zero_grad();
     loss.backward();
+    dp.average_gradients();
     check_finite_gradients(model, at.step + 1, checkpoints.latest_path());
     if (c.train.grad_clip > 0) clip_grad_norm_(model.parameters(), c.train.grad_clip);
     opt->step();
     model.clamp_spans();
     ++at.step;
-    window_loss += value;
+    window_loss += dp.mean(value);  // the loss of the whole batch
     ++window_steps;
-    out_of_time = c.train.max_minutes > 0 && elapsed() >= 60.0 * c.train.max_minutes;
+    // Every rank stops at the same step: when any rank's clock says so.
+    out_of_time = c.train.max_minutes > 0 && dp.sum(elapsed() >= 60.0 * c.train.max_minutes ? 1 : 0) > 0;
     const bool last = at.step == c.train.steps || out_of_time;
+    const bool log_now = at.step % c.train.log_every == 0 || last;
+    const bool eval_now = log_now && (at.step % c.train.eval_every == 0 || last);
     std::optional<double> evaluated;  // this step's validation loss
 
-    if (at.step % c.train.log_every == 0 || last) {
+    if (log_now && dp.writes()) {
       const double mean_loss = window_loss / static_cast<double>(window_steps);
       nlohmann::json record{{"step", at.step},
                             {"loss", mean_loss},
@@ -368,7 +385,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
                             {"attn_flops_share", model.attention_flops_share(c.train.segment)},
                             {"train_seconds", elapsed()},
                             {"head_spans", model.head_spans()}};
-      if (at.step % c.train.eval_every == 0 || last) {
+      if (eval_now) {
         const Score v = full_eval(model, data.val, c.eval.batch, eval_segment, c.train.eval_blocks, device,
                                   "the validation split of " + data.name);
         record["val_loss"] = v.loss;
@@ -381,25 +398,31 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
       run.log_metrics(record);
       remember(record);
       progress.update(at.step, {{"loss", mean_loss}, {"span_avg", model.average_span()}});
+    }
+    if (log_now) {
       window_loss = 0;
       window_steps = 0;
     }
     // Where the run stands, for a checkpoint of this step (the latest, or the best: either may
     // be the one a resume falls back to).
     const bool save = at.step % c.train.checkpoint_every == 0 || last;
-    if (save || evaluated) {
+    if (save || eval_now) {
       at.extra = nlohmann::json::object({{"window_loss", window_loss},
                                          {"window_steps", window_steps},
                                          {"stream_position", streams.position()},
                                          {"train_seconds", elapsed()},
                                          {kDataKey, to_json(data.data)}});
-      at.tensor_files = {{kCacheFile, cache_tensors(cache)}};
+      LayerCache all_rows = cache;  // every rank's rows, [B, ...] per layer
+      for (Tensor& layer : all_rows.layers)
+        if (layer.defined()) layer = dp.gather_rows(layer);
+      at.tensor_files = {{kCacheFile, cache_tensors(all_rows)}};
     }
     if (evaluated) checkpoints.offer_best(at, *evaluated);
     if (save) checkpoints.save(at);
   }
   progress.finish();
   train_seconds = elapsed();
+  if (!dp.writes()) return;
 
   // The final numbers: the full validation split with the final weights.
   const Score final_val = full_eval(model, data.val, c.eval.batch, eval_segment, 0, device,
@@ -424,7 +447,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
                          {"attn_flops_share", model.attention_flops_share(c.train.segment)},
                          {"parameters", model.num_parameters()},
                          {"vocabulary", data.vocab.size()},
-                         {"device", device.str()}};
+                         {"device", device.str()},
+                         {"data_parallel", dp.summary()}};
   run.write_summary(summary);
   fmt::print("val_loss {:.4f} nats/char ({:.4f} bpc) after {} steps, {:.1f} s of training; span avg {:.0f} max {:.0f}\n",
              final_val.loss, final_val.bpc, at.step, train_seconds, model.average_span(), model.largest_span());
