@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/charlm/charlm_figures.h"
@@ -21,7 +22,9 @@
 #include "apps/common/progress.h"
 #include "apps/common/run_checkpoints.h"
 #include "apps/common/run_dir.h"
+#include "attention/attention_path.h"
 #include "attention/lm/char_transformer.h"
+#include "attention/registry.h"
 #include "datasets/char_corpus.h"
 #include "datasets/data_dir.h"
 #include "datasets/text_streams.h"
@@ -51,7 +54,16 @@ void declare(Settings& s, CharlmSettings& c) {
   s.add("model.ff_width", c.model.ff_width, "feed-forward inner width").at_least(1);
   s.add("model.dropout", c.model.dropout, "dropout on attention probabilities and FF ReLU outputs").at_least(0).at_most(0.99);
   s.add("model.pre_norm", c.model.pre_norm, "pre-LN layers (false: the paper's post-LN)");
-  s.add("model.position", c.model.position, "positional scheme").choices({"key_pe", "transformer_xl", "rope", "alibi", "none"});
+  std::vector<std::string> schemes = segment_position_names();
+  for (const std::string& name : hook_names())
+    if (std::find(schemes.begin(), schemes.end(), name) == schemes.end()) schemes.push_back(name);
+  s.add("model.positional", c.model.positional,
+        fmt::format("positional scheme: the LM's own {} (distances in the window), or a registered one ({})",
+                    fmt::join(segment_position_names(), ", "), fmt::join(hook_names(), ", ")))
+      .choices(schemes);
+  s.add("model.positional_options", c.model.positional_options,
+        "options of a registered scheme, key=value (e.g. [buckets=32]; docs/positional-schemes.md)");
+  s.rename("model.position", "model.positional");  // the old name: runs written before it still load
   s.add("model.attend_self", c.model.attend_self, "also attend to the current token (distance 0; not with key_pe)");
   s.add("model.max_span", c.model.max_span, "maximum span S (the attention window without adaptive span)").at_least(1);
   s.add("model.adaptive_span", c.model.adaptive_span, "learn each head's span (soft mask, span loss, clamp)");
@@ -62,8 +74,11 @@ void declare(Settings& s, CharlmSettings& c) {
         "cut keys to the layer's longest span + ramp (changes numbers only through the renormaliser's 1e-8: each "
         "kept weight by < 1e-8 / the head's in-span mass; docs/experiments/charlm.md)");
   s.add("model.trim_granularity", c.model.trim_granularity, "trim in steps of this many keys").at_least(1);
-  s.add("model.fused", c.model.fused,
-        "attention on the fused path: each query visits only its window's keys (same numbers as the dense reference)");
+  s.add("model.attention", c.model.attention, attention_path_help()).choices(attention_path_names());
+  // The old name (runs written before it still load): true was the fused path where it can run, false the reference.
+  s.rename("model.fused", "model.attention",
+           {{"true", "auto"}, {"yes", "auto"}, {"on", "auto"}, {"1", "auto"},
+            {"false", "reference"}, {"no", "reference"}, {"off", "reference"}, {"0", "reference"}});
   s.add("model.adaptive_cache", c.model.adaptive_cache, "cache the window + cache_margin inputs (else S)");
   s.add("model.cache_margin", c.model.cache_margin, "extra cached inputs in case a span grows").at_least(0);
   s.add("train.optimizer", c.train.optimizer, "optimizer").choices({"adagrad", "adamw"});
@@ -98,7 +113,13 @@ CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   a.width = c.model.width;
   a.heads = c.model.heads;
   a.max_span = c.model.max_span;
-  a.position = segment_position_from_name(c.model.position);
+  std::map<std::string, std::string> options;
+  for (const std::string& kv : c.model.positional_options) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) fail("model.positional_options: '{}' is not key=value (e.g. buckets=32)", kv);
+    options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  a.set_positional(c.model.positional, options);
   a.attend_self = c.model.attend_self;
   a.adaptive_span = c.model.adaptive_span;
   a.span_ramp = c.model.span_ramp;
@@ -106,7 +127,7 @@ CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   a.span_loss = c.model.span_loss;
   a.trim = c.model.trim;
   a.trim_granularity = c.model.trim_granularity;
-  a.fused = c.model.fused;
+  a.path = attention_path_from_name(c.model.attention);
   a.dropout = c.model.dropout;
   return m;
 }
@@ -456,8 +477,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
 }
 
 // The settings eval and sample take from the command line; the rest come from the run.
-const std::vector<std::string> kEvalTakes{"device", "data.path", "data.data_dir", "eval.", "model.fused", "model.trim"};
-const std::vector<std::string> kSampleTakes{"device", "model.fused"};
+const std::vector<std::string> kEvalTakes{"device", "data.path", "data.data_dir", "eval.", "model.attention", "model.trim"};
+const std::vector<std::string> kSampleTakes{"device", "model.attention"};
 
 void evaluate_run(CharlmSettings& c, Settings& settings, const JobSettings& job, const std::string& run_dir,
                   const std::string& which, const std::string& file) {
