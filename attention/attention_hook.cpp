@@ -1,14 +1,9 @@
 // Model-level helpers over attention hooks (see attention_hook.h).
 #include "attention/attention_hook.h"
 
-namespace posgrad {
+#include "autograd/functions.h"
 
-FusedTerms AttentionHook::fused_terms(const Positions& positions, DType dtype) {
-  (void)positions, (void)dtype;
-  return FusedTerms::unsupported(
-      "it does not describe its score terms, modulation or probability mask as tables (no fused_terms override); "
-      "use the reference path");
-}
+namespace posgrad {
 
 std::vector<AttentionHook*> attention_hooks(const Module& model) {
   std::vector<AttentionHook*> hooks;

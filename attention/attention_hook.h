@@ -1,64 +1,50 @@
 // AttentionHook: the one interface every positional scheme and span modulator implements. Each
 // hook is a Module (it may own parameters) and overrides only the places where it acts; the
-// defaults do nothing. MultiHeadAttention calls them in this order for one forward:
+// defaults do nothing. An attention layer asks every hook, in this order, for one forward:
 //
-//   rotate(q, k)            transform queries and keys independently         RoPE, APE
-//   key_range()             offset box a query may see (intersected)         Gaussian span threshold, adaptive span
-//   score_terms(q, k)       additive logit terms (content and positional)    Transformer-XL, SIREN, Shaw, ALiBi
-//   modulate(logits)        multiply logits                                  Gaussian span, APE decay
-//   -- masks, softmax --
-//   prob_mask()             multiply probabilities, then renormalise         adaptive span
+//   rotate(q, k)               transform queries and keys independently       RoPE, APE
+//   key_range()                offset box a query may see (intersected)       Gaussian span threshold, adaptive span
+//   attention_terms()          score terms, modulations and the probability   Transformer-XL, SIREN, Shaw, ALiBi,
+//                              mask, as small tables over the relative grid   T5, Gaussian span, APE decay,
+//                              (attention_terms.h)                            adaptive span
 //
-// The fused path (attention/fused/) never builds [B, H, N, K] logits: it asks every hook for
-// fused_terms(), the same score terms, modulation and mask as small tables over the relative
-// grid (fused_terms.h), and runs rotate() and key_range() as above. A hook that does not
-// override fused_terms() is refused by the fused path (with its name and what it lacks); the
-// reference and window paths need nothing from it.
+// The tables are the only way a hook contributes to the scores or the probabilities: the dense
+// reference (reference_attention.h) and the fused op (fused/fused_attention.h) both read them, so
+// a scheme is written once and runs on both. A factor that cannot be a table (the ape_tree decay,
+// per example) goes into the one escape hatch, AttentionTerms::dense_modulation, which only the
+// reference applies.
 //
-// Shapes: q, k [B, H, N, Dh]; logits [B, H, N, K] where K is the layout's slot count
-// (score_layout.h). Content logits arrive already scaled by 1/sqrt(Dh); score terms are returned
-// in logit units (a scheme applies 1/sqrt(Dh) itself where its formula says so).
+// Shapes: q, k [B, H, N, Dh]. Tables are in logit units: a scheme applies 1/sqrt(Dh) itself
+// where its formula says so.
 //
 // Absolute schemes (sinusoidal, learned_absolute) act at none of these places: they are
 // AbsoluteEncoding hooks, whose embed(x) the MODEL calls once on its token embeddings before the
 // first layer (PosattnClassifier does). MultiHeadAttention refuses them with an error, so an
 // absolute scheme is either applied or rejected, never silently ignored.
 //
-// Deliberately not here: the pipeline itself (multi_head_attention.cpp) and the registry that
+// Deliberately not here: the attention layer (multi_head_attention.h) and the registry that
 // builds hooks by name (registry.h).
 // Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <optional>
 
-#include "attention/fused/fused_terms.h"
-#include "attention/score_layout.h"
+#include "attention/attention_terms.h"
+#include "attention/offset_box.h"
 #include "nn/module.h"
 
 namespace posgrad {
-
-// Logits split into the content part (q.k and content biases) and the positional part, so a
-// modulator can multiply all logits or only the positional ones. `positional` may be undefined.
-struct Logits {
-  Variable content;
-  Variable positional;
-  Variable total() const { return positional.defined() ? content + positional : content; }
-};
 
 class AttentionHook : public Module {
  public:
   virtual void rotate(Variable& q, Variable& k, const Positions& positions) { (void)q, (void)k, (void)positions; }
   virtual std::optional<OffsetBox> key_range(const Positions& positions) const { (void)positions; return std::nullopt; }
-  virtual Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) {
-    (void)q, (void)k, (void)layout;
+  // What this hook adds to the scores and probabilities at `positions`, in `dtype`; the default
+  // adds nothing.
+  virtual AttentionTerms attention_terms(const Positions& positions, DType dtype) {
+    (void)positions, (void)dtype;
     return {};
   }
-  virtual Logits modulate(Logits logits, const ScoreLayout& layout) { (void)layout; return logits; }
-  // Multiplier broadcastable to the probabilities [B, H, N, K]; undefined = no mask.
-  virtual Variable prob_mask(const ScoreLayout& layout) { (void)layout; return {}; }
-  // score_terms, modulate and prob_mask of this hook as tables for the fused path (fused_terms.h),
-  // in `dtype`. The default says the hook cannot describe itself, so the fused path refuses it.
-  virtual FusedTerms fused_terms(const Positions& positions, DType dtype);
   // Extra training loss (e.g. the adaptive-span L1 penalty); undefined = none.
   virtual Variable regulariser() { return {}; }
   // Called after every optimizer step (e.g. clamping span parameters).

@@ -75,7 +75,7 @@ int main(int argc, char** argv) try {
   c.attention.heads = a["heads"];
   c.attention.max_span = a["max-span"];
   c.attention.span_init = init;
-  c.attention.fused = !reference;
+  c.attention.path = reference ? AttentionPath::Reference : AttentionPath::Auto;
   Generator gen(0);
   CharTransformer model(c, gen);
   model.to(device);

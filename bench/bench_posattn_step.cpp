@@ -16,7 +16,7 @@
 //
 // --checkpoint RUN_OR_STEP_FOLDER loads the learned sigmas of a trained 2-D + span posattn run
 // (its `checkpoints/best`, or the given step folder) into the benchmarked model, so the step is
-// timed at the spans a trained model learned (where posgrad's window path pays); the twins get the
+// timed at the spans a trained model learned (where posgrad's fused path pays); the twins get the
 // same sigmas. A checkpoint with fewer layers than the model is stretched over its layers (layer l
 // takes the checkpoint's layer l * Lc / L).
 //
@@ -24,7 +24,7 @@
 // the same GPU (TF32 off on both sides); the CPU counters above then describe only the host side.
 //
 // Usage: bench_posattn_step [--batch 4] [--side 32] [--dims 1] [--span 1] [--reps 5] [--warmup 1]
-//                           [--path auto|reference|fast|fused] [--scheme siren|txl_baseline|...]
+//                           [--path auto|reference|fused] [--scheme siren|txl_baseline|...]
 //                           [--twins both|v1|efficient|none] [--twin-reps 2] [--twin-warmup 1]
 //                           [--checkpoint FOLDER] [--device cpu|cuda]
 // Deliberately not here: posgrad's other paths against each other in one call (run it per --path).
@@ -124,7 +124,7 @@ int main(int argc, char** argv) try {
   bench::add_integer_options(cli, a);
   bench::add_integer_options(cli, twin_reps);
   cli.get_option("--reps")->check(bench::at_least(1));
-  cli.add_option("--path", path, "attention path: auto, reference, fast or fused")->capture_default_str();
+  cli.add_option("--path", path, "attention path: auto, reference or fused")->check(CLI::IsMember(attention_path_names()))->capture_default_str();
   cli.add_option("--scheme", scheme, "positional scheme (siren, txl_baseline, ...)")->capture_default_str();
   cli.add_option("--twins", twins, "PyTorch twins to run")->check(CLI::IsMember({"both", "v1", "efficient", "none"}))->capture_default_str();
   cli.add_option("--checkpoint", checkpoint, "a trained 2-D + span run (or step folder) whose learned sigmas to load");

@@ -20,7 +20,8 @@ packages=(cmake ninja-build g++ make pkg-config libfmt-dev libboost-test-dev lib
           libssl-dev libcurl4-openssl-dev libarchive-dev openssl libprotobuf-dev protobuf-compiler)
 if [[ $group != --demo ]]; then
   packages+=(python3-pip python3-protobuf python3-numpy python3-grpcio python3-absl python3-markdown
-             python3-werkzeug python3-pil python3-packaging python3-setuptools)
+             python3-werkzeug python3-pil python3-packaging python3-setuptools
+             libopenmpi-dev openmpi-bin)  # data parallel (optional to build; its tests run under mpirun)
 fi
 if [[ $group == --bench ]]; then packages+=(python3-torch libopenblas0-pthread); fi
 tensorboard_version=2.19.0

@@ -10,17 +10,21 @@
 #include <numeric>
 #include <optional>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/charlm/charlm_figures.h"
 #include "apps/charlm/charlm_text.h"
+#include "apps/common/data_parallel.h"
 #include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/optimizer_choice.h"
 #include "apps/common/progress.h"
 #include "apps/common/run_checkpoints.h"
 #include "apps/common/run_dir.h"
+#include "attention/attention_path.h"
 #include "attention/lm/char_transformer.h"
+#include "attention/registry.h"
 #include "datasets/char_corpus.h"
 #include "datasets/data_dir.h"
 #include "datasets/text_streams.h"
@@ -50,7 +54,16 @@ void declare(Settings& s, CharlmSettings& c) {
   s.add("model.ff_width", c.model.ff_width, "feed-forward inner width").at_least(1);
   s.add("model.dropout", c.model.dropout, "dropout on attention probabilities and FF ReLU outputs").at_least(0).at_most(0.99);
   s.add("model.pre_norm", c.model.pre_norm, "pre-LN layers (false: the paper's post-LN)");
-  s.add("model.position", c.model.position, "positional scheme").choices({"key_pe", "transformer_xl", "rope", "alibi", "none"});
+  std::vector<std::string> schemes = segment_position_names();
+  for (const std::string& name : hook_names())
+    if (std::find(schemes.begin(), schemes.end(), name) == schemes.end()) schemes.push_back(name);
+  s.add("model.positional", c.model.positional,
+        fmt::format("positional scheme: the LM's own {} (distances in the window), or a registered one ({})",
+                    fmt::join(segment_position_names(), ", "), fmt::join(hook_names(), ", ")))
+      .choices(schemes);
+  s.add("model.positional_options", c.model.positional_options,
+        "options of a registered scheme, key=value (e.g. [buckets=32]; docs/positional-schemes.md)");
+  s.rename("model.position", "model.positional");  // the old name: runs written before it still load
   s.add("model.attend_self", c.model.attend_self, "also attend to the current token (distance 0; not with key_pe)");
   s.add("model.max_span", c.model.max_span, "maximum span S (the attention window without adaptive span)").at_least(1);
   s.add("model.adaptive_span", c.model.adaptive_span, "learn each head's span (soft mask, span loss, clamp)");
@@ -61,8 +74,11 @@ void declare(Settings& s, CharlmSettings& c) {
         "cut keys to the layer's longest span + ramp (changes numbers only through the renormaliser's 1e-8: each "
         "kept weight by < 1e-8 / the head's in-span mass; docs/experiments/charlm.md)");
   s.add("model.trim_granularity", c.model.trim_granularity, "trim in steps of this many keys").at_least(1);
-  s.add("model.fused", c.model.fused,
-        "attention on the fused path: each query visits only its window's keys (same numbers as the dense reference)");
+  s.add("model.attention", c.model.attention, attention_path_help()).choices(attention_path_names());
+  // The old name (runs written before it still load): true was the fused path where it can run, false the reference.
+  s.rename("model.fused", "model.attention",
+           {{"true", "auto"}, {"yes", "auto"}, {"on", "auto"}, {"1", "auto"},
+            {"false", "reference"}, {"no", "reference"}, {"off", "reference"}, {"0", "reference"}});
   s.add("model.adaptive_cache", c.model.adaptive_cache, "cache the window + cache_margin inputs (else S)");
   s.add("model.cache_margin", c.model.cache_margin, "extra cached inputs in case a span grows").at_least(0);
   s.add("train.optimizer", c.train.optimizer, "optimizer").choices({"adagrad", "adamw"});
@@ -97,7 +113,13 @@ CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   a.width = c.model.width;
   a.heads = c.model.heads;
   a.max_span = c.model.max_span;
-  a.position = segment_position_from_name(c.model.position);
+  std::map<std::string, std::string> options;
+  for (const std::string& kv : c.model.positional_options) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) fail("model.positional_options: '{}' is not key=value (e.g. buckets=32)", kv);
+    options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  a.set_positional(c.model.positional, options);
   a.attend_self = c.model.attend_self;
   a.adaptive_span = c.model.adaptive_span;
   a.span_ramp = c.model.span_ramp;
@@ -105,7 +127,7 @@ CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   a.span_loss = c.model.span_loss;
   a.trim = c.model.trim;
   a.trim_granularity = c.model.trim_granularity;
-  a.fused = c.model.fused;
+  a.path = attention_path_from_name(c.model.attention);
   a.dropout = c.model.dropout;
   return m;
 }
@@ -251,9 +273,15 @@ LoadedRun load_run(CharlmSettings& c, Settings& settings, const JobSettings& job
 
 }  // namespace
 
+// Data parallel under mpirun/srun (apps/common/data_parallel.h): the B streams are cut into
+// contiguous groups of B/p rows, one per rank (each rank keeps its rows' cache); the gradients
+// are averaged before each step; a checkpoint holds the cache of all B rows (gathered), so a run
+// resumes with any rank count that divides B; rank 0 alone validates and writes the run folder.
 void train(const CharlmSettings& c, const Settings& settings, const TrainRequest& request) {
-  const auto seed = static_cast<uint64_t>(c.seed);
-  const Device device = usable_device(c.device);
+  DataParallel dp(usable_device(c.device));
+  const Device device = dp.device();
+  const distributed::Shard rows = dp.shard(c.train.batch_size, "train.batch_size");  // this rank's streams
+  const auto seed = dp.seed(static_cast<uint64_t>(c.seed));
   // A resumed run reads the text it trained on, with the vocabulary it learned (vocab.json).
   TrainedOn trained_on;
   if (request.resume) {
@@ -274,11 +302,12 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
   // The vocabulary travels inside every checkpoint (a buffer: saved, never trained).
   model.register_buffer(kVocabBuffer, vocab_tensor(data.vocab));
   model.to(device);
+  dp.replicate(model);
   auto opt = make_optimizer({.kind = c.train.optimizer, .lr = c.train.lr, .weight_decay = c.train.weight_decay, .clip_per_tensor = c.train.clip},
                             model.parameters());
   const auto schedule = make_schedule(c);
 
-  RunDir run = open_run_dir(request, settings);
+  RunDir run = dp.open_run_dir(request, settings, dp.describe(c.train.batch_size, 1, c.train.lr));
   if (!request.resume) write_vocab(run, data, c.data.bytes);
   RunCheckpoints checkpoints(run, model, *opt, gen, {.metric = "val_loss", .higher_is_better = false});
   TrainingPosition at;
@@ -300,9 +329,10 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     }
   };
   if (request.resume) {
-    at = checkpoints.restore_latest();
+    at = dp.restore(checkpoints);
     run.drop_metrics_after(at.step);
-    for (const auto& r : run.read_metrics()) remember(r);
+    if (dp.writes())
+      for (const auto& r : run.read_metrics()) remember(r);
     // The checkpoint's own record of the text and the vocabulary (vocab.json may be missing).
     if (at.extra.contains(kDataKey)) refuse_other_text(c, fingerprint_from_json(at.extra.at(kDataKey)));
     else if (!trained_on.data)
@@ -317,6 +347,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     const auto kept = at.tensor_files.find(kCacheFile);
     cache = kept != at.tensor_files.end() ? cache_from_tensors(kept->second, model.num_layers(), device)
                                           : load_cache_beside(run, at.step, device);
+    for (Tensor& layer : cache.layers)  // [B, ...] of the checkpoint -> this rank's rows
+      if (layer.defined()) layer = layer.narrow(0, rows.first, rows.count).contiguous();
   }
   double window_loss = at.extra.value("window_loss", 0.0);
   int64_t window_steps = at.extra.value("window_steps", int64_t{0});
@@ -338,26 +370,32 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     const auto segment = streams.next(gen);
     if (segment.restarted) cache = LayerCache{};
     opt->set_lr(schedule->lr_at(at.step));
-    Variable logits = model.forward(segment.input.to(device), cache, gen);
-    Variable nll = cross_entropy(logits, segment.target.to(device));
+    const Tensor input = segment.input.narrow(0, rows.first, rows.count).contiguous();    // [B/p, M]
+    const Tensor target = segment.target.narrow(0, rows.first, rows.count).contiguous();  // [B/p, M]
+    Variable logits = model.forward(input.to(device), cache, gen);
+    Variable nll = cross_entropy(logits, target.to(device));
     Variable span = model.span_loss();
     Variable loss = span.defined() ? nll + span : nll;
     const double value = nll.item();
     check_finite_loss(loss.item(), at.step + 1, checkpoints.latest_path());
     opt->zero_grad();
     loss.backward();
+    dp.average_gradients();
     check_finite_gradients(model, at.step + 1, checkpoints.latest_path());
     if (c.train.grad_clip > 0) clip_grad_norm_(model.parameters(), c.train.grad_clip);
     opt->step();
     model.clamp_spans();
     ++at.step;
-    window_loss += value;
+    window_loss += dp.mean(value);  // the loss of the whole batch
     ++window_steps;
-    out_of_time = c.train.max_minutes > 0 && elapsed() >= 60.0 * c.train.max_minutes;
+    // Every rank stops at the same step: when any rank's clock says so.
+    out_of_time = c.train.max_minutes > 0 && dp.sum(elapsed() >= 60.0 * c.train.max_minutes ? 1 : 0) > 0;
     const bool last = at.step == c.train.steps || out_of_time;
+    const bool log_now = at.step % c.train.log_every == 0 || last;
+    const bool eval_now = log_now && (at.step % c.train.eval_every == 0 || last);
     std::optional<double> evaluated;  // this step's validation loss
 
-    if (at.step % c.train.log_every == 0 || last) {
+    if (log_now && dp.writes()) {
       const double mean_loss = window_loss / static_cast<double>(window_steps);
       nlohmann::json record{{"step", at.step},
                             {"loss", mean_loss},
@@ -368,7 +406,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
                             {"attn_flops_share", model.attention_flops_share(c.train.segment)},
                             {"train_seconds", elapsed()},
                             {"head_spans", model.head_spans()}};
-      if (at.step % c.train.eval_every == 0 || last) {
+      if (eval_now) {
         const Score v = full_eval(model, data.val, c.eval.batch, eval_segment, c.train.eval_blocks, device,
                                   "the validation split of " + data.name);
         record["val_loss"] = v.loss;
@@ -381,25 +419,31 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
       run.log_metrics(record);
       remember(record);
       progress.update(at.step, {{"loss", mean_loss}, {"span_avg", model.average_span()}});
+    }
+    if (log_now) {
       window_loss = 0;
       window_steps = 0;
     }
     // Where the run stands, for a checkpoint of this step (the latest, or the best: either may
     // be the one a resume falls back to).
     const bool save = at.step % c.train.checkpoint_every == 0 || last;
-    if (save || evaluated) {
+    if (save || eval_now) {
       at.extra = nlohmann::json::object({{"window_loss", window_loss},
                                          {"window_steps", window_steps},
                                          {"stream_position", streams.position()},
                                          {"train_seconds", elapsed()},
                                          {kDataKey, to_json(data.data)}});
-      at.tensor_files = {{kCacheFile, cache_tensors(cache)}};
+      LayerCache all_rows = cache;  // every rank's rows, [B, ...] per layer
+      for (Tensor& layer : all_rows.layers)
+        if (layer.defined()) layer = dp.gather_rows(layer);
+      at.tensor_files = {{kCacheFile, cache_tensors(all_rows)}};
     }
     if (evaluated) checkpoints.offer_best(at, *evaluated);
     if (save) checkpoints.save(at);
   }
   progress.finish();
   train_seconds = elapsed();
+  if (!dp.writes()) return;
 
   // The final numbers: the full validation split with the final weights.
   const Score final_val = full_eval(model, data.val, c.eval.batch, eval_segment, 0, device,
@@ -424,7 +468,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
                          {"attn_flops_share", model.attention_flops_share(c.train.segment)},
                          {"parameters", model.num_parameters()},
                          {"vocabulary", data.vocab.size()},
-                         {"device", device.str()}};
+                         {"device", device.str()},
+                         {"data_parallel", dp.summary()}};
   run.write_summary(summary);
   fmt::print("val_loss {:.4f} nats/char ({:.4f} bpc) after {} steps, {:.1f} s of training; span avg {:.0f} max {:.0f}\n",
              final_val.loss, final_val.bpc, at.step, train_seconds, model.average_span(), model.largest_span());
@@ -432,8 +477,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
 }
 
 // The settings eval and sample take from the command line; the rest come from the run.
-const std::vector<std::string> kEvalTakes{"device", "data.path", "data.data_dir", "eval.", "model.fused", "model.trim"};
-const std::vector<std::string> kSampleTakes{"device", "model.fused"};
+const std::vector<std::string> kEvalTakes{"device", "data.path", "data.data_dir", "eval.", "model.attention", "model.trim"};
+const std::vector<std::string> kSampleTakes{"device", "model.attention"};
 
 void evaluate_run(CharlmSettings& c, Settings& settings, const JobSettings& job, const std::string& run_dir,
                   const std::string& which, const std::string& file) {

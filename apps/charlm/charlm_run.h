@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "apps/common/cli.h"
 #include "apps/common/settings.h"
@@ -28,7 +29,8 @@ struct CharlmSettings {
     int64_t ff_width = 512;
     double dropout = 0.0;
     bool pre_norm = false;
-    std::string position = "key_pe";
+    std::string positional = "key_pe";
+    std::vector<std::string> positional_options;
     bool attend_self = false;
     int64_t max_span = 256;
     bool adaptive_span = true;
@@ -37,7 +39,7 @@ struct CharlmSettings {
     double span_loss = 2e-6;
     bool trim = true;
     int64_t trim_granularity = 64;
-    bool fused = true;
+    std::string attention = "auto";
     bool adaptive_cache = true;
     int64_t cache_margin = 64;
   } model;
@@ -67,8 +69,8 @@ void declare(apps::Settings& s, CharlmSettings& c);
 
 void train(const CharlmSettings& c, const apps::Settings& settings, const apps::TrainRequest& request);
 // eval and sample read a finished run: its config.yaml, then the settings `job` gives that concern
-// them (eval: device, data.path, data.data_dir, eval.*, model.fused, model.trim; sample: device,
-// model.fused; the others are named and ignored), its checkpoint and the vocabulary it trained on.
+// them (eval: device, data.path, data.data_dir, eval.*, model.attention, model.trim; sample: device,
+// model.attention; the others are named and ignored), its checkpoint and the vocabulary it trained on.
 void evaluate_run(CharlmSettings& c, apps::Settings& settings, const apps::JobSettings& job, const std::string& run_dir,
                   const std::string& which, const std::string& file);
 

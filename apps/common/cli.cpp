@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "distributed/process_group.h"
 #include "tensor/error.h"
 
 namespace posgrad::apps {
@@ -120,6 +121,17 @@ CLI::App& AppCommandLine::add_job(const std::string& name, const std::string& de
   return *job;
 }
 
+namespace {
+
+// " (rank 1 of 2)" in a data-parallel run, else "".
+std::string rank_label() {
+  const distributed::ProcessGroup* world = distributed::world_if_started();
+  if (!world || world->size() == 1) return "";
+  return " (rank " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ")";
+}
+
+}  // namespace
+
 int AppCommandLine::run(int argc, const char* const* argv) {
   try {
     app_->parse(argc, argv);
@@ -171,10 +183,16 @@ int AppCommandLine::run(int argc, const char* const* argv) {
     return 0;
   } catch (const Error& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s: error: %s\n", name_.c_str(), e.what());
+    std::fprintf(stderr, "%s%s: error: %s\n", name_.c_str(), rank_label().c_str(), e.what());
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s: error (%s)\n", name_.c_str(), e.what());
+    std::fprintf(stderr, "%s%s: error (%s)\n", name_.c_str(), rank_label().c_str(), e.what());
+  }
+  // A rank of a data-parallel run that fails ends the others, which would otherwise wait for it
+  // in their next collective (data_parallel.h).
+  if (distributed::ProcessGroup* world = distributed::world_if_started(); world && world->size() > 1) {
+    std::fflush(stderr);
+    world->abort(1);
   }
   return 1;
 }

@@ -21,7 +21,9 @@
 //
 // run() parses, resolves the settings and runs the chosen job. A usage error prints one
 // "app: error: ..." line and returns 2; a posgrad::Error thrown by the job prints one
-// "app: error: ..." line and returns 1; --help returns 0. The jobs other than train refuse
+// "app: error: ..." line and returns 1; --help returns 0. In a data-parallel run of several ranks
+// (data_parallel.h) the error line names the rank ("app (rank 1 of 2): error: ...") and the whole
+// run ends there (MPI_Abort), so no other rank waits for it. The jobs other than train refuse
 // --out, --overwrite and --resume (they write no run folder).
 //
 // Deliberately does not: create the run folder (run_dir.h), read environment variables, or

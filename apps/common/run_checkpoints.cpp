@@ -88,8 +88,8 @@ fs::path run_checkpoint_folder(const fs::path& run_dir, const std::string& which
 RunCheckpoints::RunCheckpoints(const RunDir& run, Module& model, Optimizer& optimizer, Generator& generator,
                                Options options)
     : dir_(run.path() / "checkpoints"), model_(model), optimizer_(optimizer), generator_(generator),
-      options_(std::move(options)) {
-  fs::create_directories(dir_);
+      options_(std::move(options)), writes_(run.writes()) {
+  if (writes_) fs::create_directories(dir_);
 }
 
 fs::path RunCheckpoints::pointer_target(const char* pointer) const {
@@ -177,6 +177,7 @@ void RunCheckpoints::prune() {
 }
 
 void RunCheckpoints::save(const TrainingPosition& at) {
+  if (!writes_) return;
   write_step(at);
   point("latest", at.step);
   if (latest_step_ != at.step) {
@@ -192,6 +193,7 @@ bool RunCheckpoints::offer_best(const TrainingPosition& at, double value) {
   if (best_ && (options_.higher_is_better ? !(value > *best_) : !(value < *best_))) return false;
   best_ = value;
   best_step_ = at.step;
+  if (!writes_) return true;
   if (last_written_ != at.step) write_step(at);
   point("best", at.step);
   prune();
@@ -278,7 +280,7 @@ TrainingPosition RunCheckpoints::restore_latest() {
     if (folder != named) {
       fmt::print(stderr, "resume: restored '{}' (step {}) instead of the latest checkpoint\n", folder.string(),
                  at.step);
-      point("latest", at.step);
+      if (writes_) point("latest", at.step);
     }
     // The fallback until the next save: the newest older folder not found broken just now (a
     // step-<N> folder is complete by construction; it is verified when it is loaded).

@@ -35,6 +35,10 @@
 // a step folder of this run (a path into another run, "..", a NUL byte) is an error that shows
 // the content escaped, never followed.
 //
+// On a follower RunDir (run_dir.h: ExistingRun::Follow, the ranks other than 0 of a data-parallel
+// run) nothing is written: save() does nothing, offer_best() only keeps the best value, and
+// restore_latest() loads without repointing `latest`.
+//
 // Deliberately does not: decide when to save (the app's loop does), average checkpoints, keep
 // more than latest, the previous one and best, or guard against two processes writing one run
 // (the run folder's lock does: run_dir.h).
@@ -120,6 +124,7 @@ class RunCheckpoints {
   int64_t last_written_ = -1;   // the step folder save() or offer_best() wrote last
   int64_t latest_step_ = -1;    // what `latest` names, as this object last wrote or restored it
   int64_t previous_step_ = -1;  // the latest before that: kept as the fallback
+  bool writes_ = true;          // false on a follower RunDir: nothing is written
 };
 
 // The folder <checkpoints_dir>/<step-N> that the pointer file <checkpoints_dir>/<pointer>

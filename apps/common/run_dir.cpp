@@ -33,6 +33,12 @@ RunDir::RunDir(fs::path dir, ExistingRun existing)
     : dir_(std::move(dir)), opened_(std::chrono::steady_clock::now()) {
   POSGRAD_CHECK(!dir_.empty(), "run folder: empty path");
   std::error_code ec;
+  if (existing == ExistingRun::Follow) {
+    POSGRAD_CHECK(fs::is_directory(dir_, ec), "run folder '{}' does not exist (rank 0 makes it before the others follow)",
+                  dir_.string());
+    writes_ = false;
+    return;
+  }
   if (fs::exists(dir_, ec)) {
     POSGRAD_CHECK(fs::is_directory(dir_, ec), "run folder '{}' exists and is not a folder",
                   dir_.string());
@@ -72,7 +78,7 @@ RunDir::~RunDir() {
 
 RunDir::RunDir(RunDir&& other) noexcept
     : dir_(std::move(other.dir_)), lock_(std::move(other.lock_)), metrics_(std::exchange(other.metrics_, nullptr)),
-      opened_(other.opened_), events_(std::move(other.events_)) {}
+      opened_(other.opened_), writes_(other.writes_), events_(std::move(other.events_)) {}
 
 RunDir& RunDir::operator=(RunDir&& other) noexcept {
   if (this != &other) {
@@ -81,6 +87,7 @@ RunDir& RunDir::operator=(RunDir&& other) noexcept {
     lock_ = std::move(other.lock_);
     metrics_ = std::exchange(other.metrics_, nullptr);
     opened_ = other.opened_;
+    writes_ = other.writes_;
     events_ = std::move(other.events_);
   }
   return *this;
@@ -95,13 +102,16 @@ TensorboardEvents& RunDir::events() {
   return *events_;
 }
 
-void RunDir::write_config(const Settings& settings) {
-  const std::string yaml = settings.to_yaml();
+void RunDir::write_config(const Settings& settings, const std::string& note) {
+  if (!writes_) return;
+  const std::string yaml = note + settings.to_yaml();
   write_file_atomically(config_path(), yaml);
   events().text("config", 0, markdown_code_block(yaml));
 }
 
-void RunDir::log_figures(int64_t step) { events().figures(dir_ / "figures", step); }
+void RunDir::log_figures(int64_t step) {
+  if (writes_) events().figures(dir_ / "figures", step);
+}
 
 std::vector<nlohmann::json> RunDir::read_metrics() const {
   if (metrics_) std::fflush(metrics_);
@@ -123,6 +133,7 @@ std::vector<nlohmann::json> RunDir::read_metrics() const {
 }
 
 void RunDir::drop_metrics_after(int64_t step) {
+  if (!writes_) return;
   std::string kept;
   for (const nlohmann::json& r : read_metrics())
     if (!(r.contains("step") && r["step"].is_number() && r["step"].get<int64_t>() > step)) kept += r.dump() + "\n";
@@ -137,6 +148,7 @@ void RunDir::drop_metrics_after(int64_t step) {
 void RunDir::log_metrics(const nlohmann::json& record) {
   POSGRAD_CHECK(record.is_object(), "log_metrics: the record must be a JSON object, got {}",
                 record.dump());
+  if (!writes_) return;
   POSGRAD_CHECK(metrics_ != nullptr, "log_metrics: the run folder was moved from");
   nlohmann::json written = record;
   if (!written.contains("time_s")) written["time_s"] = std::round(seconds_since_open() * 1000.0) / 1000.0;
@@ -149,12 +161,14 @@ void RunDir::log_metrics(const nlohmann::json& record) {
 }
 
 void RunDir::write_summary(const nlohmann::json& summary) {
+  if (!writes_) return;
   write_file_atomically(summary_path(), summary.dump(2) + "\n");
 }
 
 void RunDir::write_text(const std::string& name, const std::string& text) {
   POSGRAD_CHECK(!name.empty() && fs::path(name).is_relative(),
                 "write_text: '{}' must be a relative name inside the run folder", name);
+  if (!writes_) return;
   const fs::path path = dir_ / name;
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
@@ -177,9 +191,10 @@ fs::path RunDir::checkpoint_path(const std::string& name) const {
   return p;
 }
 
-RunDir open_run_dir(const TrainRequest& request, const Settings& settings) {
+RunDir open_run_dir(const TrainRequest& request, const Settings& settings, const std::string& note) {
   if (request.resume) {
     RunDir run(request.out_dir, ExistingRun::Append);
+    if (!note.empty()) run.write_config(settings, note);
     std::ifstream old(run.path() / "command.txt");
     std::stringstream history;
     history << old.rdbuf();
@@ -187,7 +202,7 @@ RunDir open_run_dir(const TrainRequest& request, const Settings& settings) {
     return run;
   }
   RunDir run(request.out_dir, request.overwrite ? ExistingRun::Overwrite : ExistingRun::Refuse);
-  run.write_config(settings);
+  run.write_config(settings, note);
   run.write_text("command.txt", request.command + "\n");
   return run;
 }

@@ -40,6 +40,9 @@ enum class ExistingRun {
   Overwrite,  // reuse it: metrics.jsonl restarts empty, summary.json, checkpoints/ and the
               // TensorBoard event files are removed
   Append,     // reuse it: metrics.jsonl continues (resuming a run)
+  Follow,     // another process writes it (rank 0 of a data-parallel run, data_parallel.h): the
+              // folder must exist; no lock is taken and nothing is written (log_metrics,
+              // write_*, log_figures, drop_metrics_after do nothing; read_metrics reads)
 };
 
 class RunDir {
@@ -53,9 +56,12 @@ class RunDir {
   RunDir& operator=(const RunDir&) = delete;
 
   const std::filesystem::path& path() const { return dir_; }
+  // False for a follower (ExistingRun::Follow): it writes nothing into the folder.
+  bool writes() const { return writes_; }
 
-  // config.yaml with every setting (atomically), and as the TensorBoard text "config".
-  void write_config(const Settings& settings);
+  // config.yaml with every setting (atomically), and as the TensorBoard text "config"; `note`
+  // (YAML comment lines, "# ...\n") goes first.
+  void write_config(const Settings& settings, const std::string& note = "");
   // Appends `record` (a JSON object) as one line of metrics.jsonl and flushes. Adds "time_s"
   // (seconds since this RunDir was opened) unless the record has it. Non-finite numbers are
   // written as null. Example: run.log_metrics({{"step", 10}, {"loss", 0.3}, {"lr", 1e-3}}).
@@ -89,6 +95,7 @@ class RunDir {
   FolderLock lock_;  // released last, after metrics.jsonl is closed
   std::FILE* metrics_ = nullptr;
   std::chrono::steady_clock::time_point opened_;
+  bool writes_ = true;
   std::unique_ptr<TensorboardEvents> events_;  // opened at the first event
 
   TensorboardEvents& events();
@@ -96,6 +103,8 @@ class RunDir {
 
 // Opens request.out_dir for a run: a new run (Overwrite with --overwrite, else Refuse) gets
 // config.yaml and command.txt; a resumed run (Append) gets its command added to command.txt.
-RunDir open_run_dir(const TrainRequest& request, const Settings& settings);
+// A non-empty `note` (YAML comment lines) heads config.yaml, written again on resume (the data-
+// parallel statement of data_parallel.h, which may change with the rank count).
+RunDir open_run_dir(const TrainRequest& request, const Settings& settings, const std::string& note = "");
 
 }  // namespace posgrad::apps

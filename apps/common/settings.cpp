@@ -203,6 +203,27 @@ const Setting* Settings::find(std::string_view key) const {
   return nullptr;
 }
 
+void Settings::rename(std::string old_key, std::string new_key, std::map<std::string, std::string> values) {
+  renamed_.push_back({std::move(old_key), std::move(new_key), std::move(values)});
+}
+
+Setting& Settings::resolve(std::string_view key, std::vector<std::string>& items, const std::string& origin) {
+  for (const Renamed& r : renamed_) {
+    if (r.old_key != key) continue;
+    if (!r.values.empty())
+      for (std::string& item : items) {
+        const auto it = r.values.find(item);
+        if (it == r.values.end())
+          fail("{}: '{}' is the old name of '{}', and its value '{}' has no equivalent there; set '{}' instead "
+               "(--help lists its values)",
+               origin, r.old_key, r.new_key, item, r.new_key);
+        item = it->second;
+      }
+    return require(r.new_key, origin);
+  }
+  return require(key, origin);
+}
+
 Setting& Settings::require(std::string_view key, const std::string& origin) {
   for (Setting& s : settings_)
     if (s.key_ == key) return s;
@@ -279,19 +300,19 @@ void Settings::load_yaml_text(const std::string& text, const std::string& origin
   for (const Leaf& leaf : leaves) {
     const std::string& key = leaf.key;
     const YAML::Node& node = leaf.node;
-    Setting& s = require(key, origin);
     const std::string where = fmt::format("{} (line {})", origin, leaf.line);
-    if (node.IsNull()) fail("{}: setting '{}' has no value", where, key);
+    std::vector<std::string> items;
+    if (node.IsNull()) resolve(key, items, origin), fail("{}: setting '{}' has no value", where, key);
     if (node.IsSequence()) {
-      std::vector<std::string> items;
       for (const auto& element : node) {
         POSGRAD_CHECK(element.IsScalar(), "{}: setting '{}': list elements must be plain values", where, key);
         items.push_back(element.Scalar());
       }
-      s.assign(items, true, where);
     } else {
-      s.assign({node.Scalar()}, false, where);
+      items.push_back(node.Scalar());
     }
+    Setting& s = resolve(key, items, where);
+    s.assign(items, node.IsSequence(), where);
   }
 }
 
@@ -309,7 +330,8 @@ void Settings::apply_override(std::string_view assignment) {
                 "override '-D{}' is not key=value (e.g. -Dtrain.lr=1e-3)", assignment);
   const std::string key = trim(assignment.substr(0, eq));
   const std::string origin = fmt::format("override '-D{}'", assignment);
-  require(key, origin).assign({unquote(trim(assignment.substr(eq + 1)))}, false, origin);
+  std::vector<std::string> items{unquote(trim(assignment.substr(eq + 1)))};
+  resolve(key, items, origin).assign(items, false, origin);
 }
 
 std::vector<std::string> Settings::changed_keys() const {

@@ -37,6 +37,7 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -103,6 +104,12 @@ class Settings {
   template <typename T>
   Setting& add(std::string key, T& field, std::string help);
 
+  // An old name of a setting, so a run's config.yaml written before the rename still loads:
+  // giving `old_key` (in a file or -D) sets `new_key`. `values`, when not empty, translates each old
+  // value text (e.g. "false" -> "reference"); an old value it does not list is an Error naming both
+  // keys. --help and to_yaml() know only the new key.
+  void rename(std::string old_key, std::string new_key, std::map<std::string, std::string> values = {});
+
   // Applies every key of a YAML file (a map; nested maps make dotted keys). Errors name the file.
   void load_yaml_file(const std::filesystem::path& path);
   void load_yaml_text(const std::string& text, const std::string& origin);
@@ -123,7 +130,14 @@ class Settings {
   Setting& declare(std::string key, std::string help, std::string type, bool is_list, bool is_number,
                    bool is_string);
   Setting& require(std::string_view key, const std::string& origin);
+  // The setting `key` names (through a rename) and the items translated for it.
+  Setting& resolve(std::string_view key, std::vector<std::string>& items, const std::string& origin);
   std::deque<Setting> settings_;  // a deque: declared Settings never move
+  struct Renamed {
+    std::string old_key, new_key;
+    std::map<std::string, std::string> values;
+  };
+  std::vector<Renamed> renamed_;
 };
 
 // The text form of one value: how settings are parsed and written (settings.cpp).

@@ -7,13 +7,17 @@
 // exactly; `count24 eval RUN` scores its best checkpoint; `count24 --help` lists every setting.
 // The whole training loop is train() below, in one block.
 //
-// Deliberately does not: run on several devices, or tune itself (presets live in configs/).
+// Under `mpirun -np N` it trains data-parallel (apps/common/data_parallel.h): each rank computes
+// its contiguous slice of every batch, the gradients are averaged, rank 0 evaluates and writes.
+//
+// Deliberately does not: tune itself (presets live in configs/).
 #include <cmath>
 #include <memory>
 
 #include <CLI/CLI.hpp>
 
 #include "apps/common/cli.h"
+#include "apps/common/data_parallel.h"
 #include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/optimizer_choice.h"
@@ -175,14 +179,17 @@ void declare(Settings& s, Count24Settings& c) {
 // ------------------------------------------------------------------ train
 
 void train(const Count24Settings& c, const Settings& settings, const TrainRequest& request) {
-  const auto seed = static_cast<uint64_t>(c.seed);
-  const Device device = usable_device(c.device);
+  DataParallel dp(usable_device(c.device));
+  const Device device = dp.device();
+  dp.shard(c.train.batch_size, "train.batch_size");  // refuses a batch the ranks cannot share
+  const auto seed = dp.seed(static_cast<uint64_t>(c.seed));
   const Count24 train_set = make_count24(c.data.train_size, seed);
   const Count24 test = make_count24(c.data.test_size, seed + 1000003);  // fresh sequences
 
   Generator gen(seed);  // parameters are initialised on the CPU (same numbers on every device)
   count24::Count24Model model(c.model.embedding_dim, c.model.hidden, gen);
   model.to(device);
+  dp.replicate(model);
   auto opt = make_optimizer({.kind = c.train.optimizer, .lr = c.train.lr}, model.parameters());
   // prefetch 0: batches are an in-memory index_select, and a worker thread would compete with
   // the OpenMP threads on small machines.
@@ -190,14 +197,14 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
   if (loader.num_batches() == 0)
     fail("data.train_size ({}) is smaller than one batch (train.batch_size {})", train_set.size(), c.train.batch_size);
 
-  RunDir run = open_run_dir(request, settings);
+  RunDir run = dp.open_run_dir(request, settings, dp.describe(c.train.batch_size, 1, c.train.lr));
   RunCheckpoints checkpoints(run, model, *opt, gen, {.metric = "test_accuracy", .higher_is_better = true});
   TrainingPosition at;
   std::vector<double> loss_steps, losses;  // the loss curve of the figure
   if (request.resume) {
-    at = checkpoints.restore_latest();
+    at = dp.restore(checkpoints);
     run.drop_metrics_after(at.step);
-    for (const auto& r : run.read_metrics()) {
+    for (const auto& r : dp.writes() ? run.read_metrics() : std::vector<nlohmann::json>{}) {
       loss_steps.push_back(r.at("step").get<double>());
       losses.push_back(r.at("loss").get<double>());
     }
@@ -210,7 +217,11 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
   Progress progress(c.train.steps, "train");
   progress.start_at(at.step);  // updates come every train.log_every steps
   while (at.step < c.train.steps) {
-    for (const Batch& b : loader.epoch(at.epoch, at.batch_in_epoch)) {
+    // This rank's slice of each remaining batch of the epoch's seeded order.
+    auto mine = distributed::shard_batches(loader.batch_indices(at.epoch), dp.rank(), dp.size(), "train.batch_size");
+    mine.erase(mine.begin(), mine.begin() + std::min<int64_t>(at.batch_in_epoch, static_cast<int64_t>(mine.size())));
+    Epoch epoch(loader.dataset(), std::move(mine), /*prefetch=*/0);
+    for (const Batch& b : epoch) {
       if (at.step >= c.train.steps) break;
       auto out = model.run(b.input.to(device));
       Variable loss = binary_cross_entropy(out.probability, b.target.to(device));
@@ -218,14 +229,15 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
       check_finite_loss(value, at.step + 1, checkpoints.latest_path());
       opt->zero_grad();
       loss.backward();
+      dp.average_gradients();
       check_finite_gradients(model, at.step + 1, checkpoints.latest_path());
       opt->step();
       ++at.step;
       ++at.batch_in_epoch;
-      window_loss += value;
+      window_loss += dp.mean(value);  // the loss of the whole batch
       ++window;
 
-      if (at.step % c.train.log_every == 0 || at.step == c.train.steps) {
+      if ((at.step % c.train.log_every == 0 || at.step == c.train.steps) && dp.writes()) {
         const double mean_loss = window_loss / static_cast<double>(window);
         loss_steps.push_back(static_cast<double>(at.step));
         losses.push_back(mean_loss);
@@ -239,6 +251,8 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
         }
         run.log_metrics(record);
         progress.update(at.step, {{"loss", mean_loss}});
+      }
+      if (at.step % c.train.log_every == 0 || at.step == c.train.steps) {
         window_loss = 0;
         window = 0;
       }
@@ -250,6 +264,7 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
     if (at.step < c.train.steps) at.next_epoch();
   }
   progress.finish();
+  if (!dp.writes()) return;
 
   const Evaluation e = evaluate(model, test, device);
   const auto figure = run.figure_path("count24");
@@ -265,7 +280,8 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
                          {"best_test_accuracy", checkpoints.best_value().value_or(NAN)},
                          {"parameters", model.num_parameters()},
                          {"device", device.str()},
-                         {"figure", figure.filename().string()}};
+                         {"figure", figure.filename().string()},
+                         {"data_parallel", dp.summary()}};
   run.write_summary(summary);
   fmt::print("test_accuracy {:.4f}  attention_on_2s_4s {:.3f}  ({} test sequences)\n", e.accuracy,
              e.attention_on_2s_4s, test.size());

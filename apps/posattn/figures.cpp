@@ -149,7 +149,7 @@ void draw_attention(const RunDir& run, PosattnClassifier& model, const ImageSpli
   if (S.size() != 2) return;  // sequential MNIST: no image to draw on
   NoGradGuard no_grad;
   model.eval();
-  model.set_path(AttentionPath::Reference);  // dense probabilities for every layer
+  model.set_path(AttentionPath::Reference);  // the probabilities of every layer, computed once
   count = std::min<int64_t>(count, data.parts.val->size());
   std::vector<int64_t> indices;
   for (int64_t i = 0; i < count; ++i) indices.push_back(i);
@@ -167,7 +167,7 @@ void draw_attention(const RunDir& run, PosattnClassifier& model, const ImageSpli
              fmt::format("{}: query (white) attention{}", title, model.config().span ? ", span box (red)" : ""));
   std::vector<std::vector<float>> probs;  // per layer: [B, N] (row `query`, mean over heads)
   for (const auto& block : model.blocks()) {
-    const Tensor p = block->attention().last_dense_probs();  // [B, H, N, N]
+    const Tensor p = block->attention().last_probs();  // [B, H, N, N]
     const int64_t H = p.size(1);
     const std::vector<float> all = p.contiguous().to(kCPU).to_vector<float>();
     std::vector<float> row(static_cast<size_t>(count * N), 0.0f);

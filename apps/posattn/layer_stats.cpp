@@ -29,9 +29,7 @@ std::vector<LayerStats> layer_stats(const PosattnClassifier& model, const Positi
         s.half_width.push_back(size - 1);
         s.span_size.push_back(2 * size - 1);
       }
-    const ScoreLayout layout = attention.layout_for(positions, /*causal=*/false, kCPU);
-    s.window = layout.is_window();
-    s.slots = layout.slots();
+    s.fused = attention.last_forward_fused();
     s.computed_share = attention.last_computed_share(positions);
     s.box_share = box ? box->pairs(S) / (N * N) : 1.0;
     out.push_back(std::move(s));
@@ -42,8 +40,8 @@ std::vector<LayerStats> layer_stats(const PosattnClassifier& model, const Positi
 nlohmann::json to_json(const std::vector<LayerStats>& layers) {
   nlohmann::json out = nlohmann::json::array();
   for (const LayerStats& s : layers) {
-    nlohmann::json j{{"half_width", s.half_width}, {"span_size", s.span_size}, {"window", s.window},
-                     {"slots", s.slots}, {"computed_share", s.computed_share}, {"box_share", s.box_share}};
+    nlohmann::json j{{"half_width", s.half_width}, {"span_size", s.span_size}, {"fused", s.fused},
+                     {"computed_share", s.computed_share}, {"box_share", s.box_share}};
     if (!s.sigma.empty()) j["sigma"] = s.sigma;
     out.push_back(std::move(j));
   }

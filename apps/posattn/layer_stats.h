@@ -1,7 +1,7 @@
 // What each layer of a PosattnClassifier has learned about where to look, and what it costs:
 // the Gaussian span's sigma per positional dim, its box (half-width and span size per dim), and
 // the share of the N^2 score entries the attention path of its last forward computed
-// (MultiHeadAttention::last_computed_share: the box's pairs on the fused path, N K on a layout)
+// (MultiHeadAttention::last_computed_share: the box's pairs on the fused path, 1 on the reference)
 // and the share the box keeps (query-key pairs inside the box and the grid).
 //
 // Deliberately does not: time anything or change the model.
@@ -20,8 +20,7 @@ struct LayerStats {
   std::vector<double> sigma;         // empty without a span
   std::vector<int64_t> half_width;   // per positional dim (S - 1 without a box)
   std::vector<int64_t> span_size;
-  bool window = false;               // the layer runs on the window (fast) layout
-  int64_t slots = 0;                 // K per query
+  bool fused = false;                // the layer's last forward ran on the fused path
   double computed_share = 1.0;       // entries the last forward computed / N^2
   double box_share = 1.0;            // pairs inside the box and the grid / N^2
 };

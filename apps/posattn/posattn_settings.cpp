@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "attention/attention_path.h"
 #include "attention/registry.h"
 #include "tensor/error.h"
 
@@ -39,8 +40,10 @@ void declare(apps::Settings& s, PosattnSettings& c) {
   s.add("model.ff_width", c.model.ff_width, "FFN hidden width").at_least(1);
   s.add("model.output_hidden", c.model.output_hidden, "output MLP hidden width").at_least(1);
   s.add("model.dropout", c.model.dropout, "dropout (input pixels, attention output, FFN, output MLP)").at_least(0).at_most(1);
-  s.add("model.path", c.model.path, "attention path: auto (window when it has at most half the keys), fast, reference")
-      .choices({"auto", "fast", "reference"});
+  s.add("model.attention", c.model.attention, attention_path_help()).choices(attention_path_names());
+  // The old name (runs written before it still load): 'fast' was the window path, now gone; its numbers are
+  // those of auto.
+  s.rename("model.path", "model.attention", {{"auto", "auto"}, {"reference", "reference"}, {"fast", "auto"}});
   s.add("train.batch_size", c.train.batch_size, "images per batch").at_least(1);
   s.add("train.accumulation", c.train.accumulation, "batches per optimizer step (the loss is not divided, as the thesis)")
       .at_least(1);
@@ -88,7 +91,7 @@ PosattnClassifierConfig model_config(const PosattnSettings& c, const std::vector
   m.dims = c.model.positional_dims;
   m.structure = structure;
   m.pooling = c.model.pooling;
-  m.path = attention_path_from_name(c.model.path);
+  m.path = attention_path_from_name(c.model.attention);
   return m;
 }
 

@@ -37,7 +37,7 @@ struct PosattnSettings {
     std::string pooling = "last";
     int64_t layers = 6, width = 64, heads = 8, ff_width = 128, output_hidden = 64;
     double dropout = 0.1;
-    std::string path = "auto";                      // attention path: auto | fast | reference
+    std::string attention = "auto";                 // attention path: auto | reference | fused
   } model;
   struct {
     int64_t batch_size = 20;

@@ -3,6 +3,9 @@
 // one Adam step (the loss is not divided, so the gradient is the sum of the batch means, as the
 // thesis); per epoch the validation loss and accuracy, val_acc_max, per-layer sigma, box and
 // score share, time per sample; latest and best (val_acc) checkpoints.
+// Data parallel under mpirun/srun (apps/common/data_parallel.h): each rank computes its
+// contiguous slice of every batch, the gradients are averaged before each Adam step, and rank 0
+// alone validates and writes the run folder.
 // Shapes: letters of shape_legend.h.
 #include "apps/posattn/run_jobs.h"
 
@@ -11,6 +14,7 @@
 
 #include <fmt/ranges.h>
 
+#include "apps/common/data_parallel.h"
 #include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/progress.h"
@@ -98,11 +102,14 @@ void poison(Module& model, const std::string& name) {
 }  // namespace
 
 void train(const PosattnSettings& c, const Settings& settings, const TrainRequest& request) {
-  const Device device = usable_device(c.device);
+  DataParallel dp(usable_device(c.device));
+  const Device device = dp.device();
+  dp.shard(c.train.batch_size, "train.batch_size");  // refuses a batch the ranks cannot share
   const ImageSplits data = load_train_val(c);
-  Generator gen(static_cast<uint64_t>(c.seed));
+  Generator gen(dp.seed(static_cast<uint64_t>(c.seed)));
   PosattnClassifier model(model_config(c, data.set.structure, data.set.channels, data.set.classes), gen);
   model.to(device);
+  dp.replicate(model);
   AdamOptions adam;
   adam.lr = c.train.lr;
   Adam opt(model.parameters(), adam);
@@ -123,14 +130,14 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
     model.forward(Variable(data.parts.val->get_batch({0}).input.to(device)));
     model.train();
   }
-  RunDir run = open_run_dir(request, settings);
+  RunDir run = dp.open_run_dir(request, settings, dp.describe(c.train.batch_size, c.train.accumulation, c.train.lr));
   RunCheckpoints checkpoints(run, model, opt, gen, {.metric = "val_acc", .higher_is_better = true});
   TrainingPosition at;
   // Running sums of the current epoch, and the best accuracy so far: saved in every checkpoint.
   double loss_sum = 0, train_seconds = 0, val_acc_max = 0;
   int64_t loss_batches = 0;
   if (request.resume) {
-    at = checkpoints.restore_latest();
+    at = dp.restore(checkpoints);
     run.drop_metrics_after(at.step);
     loss_sum = at.extra.value("loss_sum", 0.0);
     loss_batches = at.extra.value("loss_batches", int64_t{0});
@@ -165,7 +172,11 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
   const auto reached_max = [&] { return c.train.max_steps > 0 && at.step >= c.train.max_steps; };
   while (at.epoch < c.train.epochs && !reached_max()) {
     int64_t pending = 0;  // batches whose gradient waits for the next optimizer step
-    for (const Batch& b : loader.epoch(at.epoch, at.batch_in_epoch)) {
+    // This rank's slice of each remaining batch of the epoch's seeded order.
+    auto mine = distributed::shard_batches(loader.batch_indices(at.epoch), dp.rank(), dp.size(), "train.batch_size");
+    mine.erase(mine.begin(), mine.begin() + std::min<int64_t>(at.batch_in_epoch, static_cast<int64_t>(mine.size())));
+    Epoch epoch(loader.dataset(), std::move(mine), /*prefetch=*/0);
+    for (const Batch& b : epoch) {
       if (!c.debug.nan_parameter.empty() && !poisoned && at.step == c.debug.nan_at_step && pending == 0) {
         poison(model, c.debug.nan_parameter);
         poisoned = true;
@@ -186,9 +197,10 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
       loss.backward();
       ++at.batch_in_epoch;
       ++pending;
-      loss_sum += value;
+      loss_sum += dp.mean(value);  // the mean over the ranks of their slices' losses: the batch's loss
       ++loss_batches;
       if (pending == c.train.accumulation || at.batch_in_epoch == batches) {
+        dp.average_gradients();
         check_finite_gradients(model, at.step + 1, checkpoints.latest_path());
         opt.step();
         after_optimizer_step(model);
@@ -204,8 +216,16 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
           save(at);
       }
     }
-    // The end of an epoch (or of a max_steps run): validation, the metrics line, checkpoints.
+    // The end of an epoch (or of a max_steps run): validation, the metrics line, checkpoints,
+    // on rank 0 (the others only keep the running sums in step).
     const bool epoch_done = at.batch_in_epoch >= batches;
+    if (!dp.writes()) {
+      loss_sum = 0;
+      loss_batches = 0;
+      train_seconds = 0;
+      if (epoch_done) at.next_epoch();
+      continue;
+    }
     const Evaluation e = evaluate(model, data.parts.val, c.train.eval_batch_size, data.set.classes, device);
     val_acc_max = std::max(val_acc_max, e.accuracy);
     const auto layers = layer_stats(model, positions);
@@ -234,6 +254,7 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
     checkpoints.offer_best(at, e.accuracy);
   }
   progress.finish();
+  if (!dp.writes()) return;
 
   const auto records = run.read_metrics();
   if (records.empty()) fail("the run logged no epoch (nothing to summarise)");
@@ -251,7 +272,8 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
                          {"train_images", data.parts.train->size()},
                          {"val_images", data.parts.val->size()},
                          {"device", device.str()},
-                         {"best_checkpoint", checkpoints.best_path().filename().string()}};
+                         {"best_checkpoint", checkpoints.best_path().filename().string()},
+                         {"data_parallel", dp.summary()}};
   run.write_summary(summary);
   fmt::print("val_acc_max {:.4f}  val_acc (last) {:.4f}  summary: {}\n", val_acc_max, last.at("val_acc").get<double>(),
              run.summary_path().string());

@@ -1,4 +1,4 @@
-// fused_attention and combine_fused_terms (see fused_attention.h): argument checks, the tables
+// fused_attention (see fused_attention.h): argument checks, the tables
 // brought to the kernels' layouts ([H, R], [H, Dh, R]) by differentiable ops, and the autograd
 // record around the kernels of fused_kernels.cpp.
 // Shapes: letters of shape_legend.h.
@@ -42,7 +42,7 @@ Variable per_head(const Variable& t, const char* name, int64_t H, int64_t R, DTy
   fail("fused attention: table {} must be [R] or [H, R] = [{}, {}], got {}", name, H, R, t.value().describe());
 }
 
-KernelTables kernel_tables(const FusedTerms& terms, int64_t H, int64_t R, int64_t Dh, DType dtype) {
+KernelTables kernel_tables(const AttentionTerms& terms, int64_t H, int64_t R, int64_t Dh, DType dtype) {
   KernelTables kt;
   if (terms.key_bias.defined()) {
     check_table(terms.key_bias, "key_bias", dtype);
@@ -76,7 +76,7 @@ struct Setup {
   std::shared_ptr<std::vector<uint8_t>> padded;
 };
 
-Setup make_setup(const Tensor& q, const Tensor& k, const FusedAttentionSpec& spec, bool uses_tables) {
+Setup make_setup(const Tensor& q, const Tensor& k, const AttentionSpec& spec, bool uses_tables) {
   Setup s;
   Problem& P = s.problem;
   P.B = q.size(0), P.H = q.size(1), P.N = k.size(2), P.Nq = q.size(2), P.Dh = q.size(3);
@@ -141,46 +141,12 @@ Tensor run_forward(const Setup& s, const std::vector<Tensor>& tables, const Tens
 
 }  // namespace
 
-FusedTerms combine_fused_terms(const std::vector<std::shared_ptr<AttentionHook>>& hooks, const Positions& positions,
-                               DType dtype) {
-  FusedTerms all;
-  std::string mask_owner;
-  auto add = [](Variable& acc, const Variable& t) {
-    if (t.defined()) acc = acc.defined() ? acc + t : t;
-  };
-  auto multiply = [](Variable& acc, const Variable& t) {
-    if (t.defined()) acc = acc.defined() ? acc * t : t;
-  };
-  for (const auto& hook : hooks) {
-    FusedTerms t = hook->fused_terms(positions, dtype);
-    if (!t.supported)
-      return FusedTerms::unsupported(fmt::format("hook '{}' cannot run on the fused path: {}", hook->summary(),
-                                                 t.unsupported_reason));
-    add(all.key_bias, t.key_bias);
-    add(all.query_table, t.query_table);
-    add(all.bias, t.bias);
-    multiply(all.modulation, t.modulation);
-    multiply(all.positional_modulation, t.positional_modulation);
-    if (t.prob_mask.defined()) {
-      if (all.prob_mask.defined())
-        return FusedTerms::unsupported(fmt::format(
-            "hooks '{}' and '{}' both mask probabilities; two renormalisations in a row are not one mask table",
-            mask_owner, hook->summary()));
-      all.prob_mask = t.prob_mask;
-      mask_owner = hook->summary();
-    }
-  }
-  return all;
-}
-
-Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const FusedTerms& terms,
-                         const FusedAttentionSpec& spec) {
+Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
+                         const AttentionSpec& spec) {
   check_qkv(q, k, v);
-  if (!terms.supported) fail("fused attention: {}", terms.unsupported_reason);
+  if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
   const int64_t H = q.size(1), Dh = q.size(3);
-  const bool uses_tables = terms.query_table.defined() || terms.bias.defined() || terms.modulation.defined() ||
-                           terms.positional_modulation.defined() || terms.prob_mask.defined();
-  const Setup setup = make_setup(q.value(), k.value(), spec, uses_tables);
+  const Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, H, setup.problem.R, Dh, q.dtype());
 
   std::vector<Variable> inputs{q, k, v};
@@ -221,13 +187,12 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
                 });
 }
 
-Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, const FusedTerms& terms,
-                             const FusedAttentionSpec& spec) {
+Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
+                             const AttentionSpec& spec) {
   NoGradGuard no_grad;
   check_qkv(Variable(q), Variable(k), Variable(v));
-  const bool uses_tables = terms.query_table.defined() || terms.bias.defined() || terms.modulation.defined() ||
-                           terms.positional_modulation.defined() || terms.prob_mask.defined();
-  const Setup setup = make_setup(q, k, spec, uses_tables);
+  if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
+  const Setup setup = make_setup(q, k, spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, q.size(1), setup.problem.R, q.size(3), q.dtype());
   std::vector<Tensor> table_values;
   for (Variable* t : kt.all()) table_values.push_back(t->defined() ? t->value().contiguous() : Tensor());

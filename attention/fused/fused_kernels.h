@@ -19,7 +19,7 @@
 //
 // Deliberately not here: autograd, argument checks and the combination of the hooks' tables
 // (fused_attention.cpp).
-// Shapes: letters of shape_legend.h; T, c, G, P, M above are the FusedTerms tables query_table,
+// Shapes: letters of shape_legend.h; T, c, G, P, M above are the AttentionTerms tables query_table,
 // bias, modulation, positional_modulation and prob_mask.
 #pragma once
 

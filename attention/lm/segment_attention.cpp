@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/ranges.h>
+
 #include "attention/fused/fused_attention.h"
+#include "attention/reference_attention.h"
+#include "attention/registry.h"
 #include "attention/schemes/alibi.h"
-#include "nn/dropout.h"
 #include "nn/init.h"
 
 namespace posgrad {
@@ -18,11 +21,27 @@ SegmentPosition segment_position_from_name(const std::string& name) {
   if (name == "rope") return SegmentPosition::Rope;
   if (name == "alibi") return SegmentPosition::Alibi;
   if (name == "none") return SegmentPosition::None;
-  fail("unknown positional scheme '{}' for the char LM; valid: key_pe, transformer_xl, rope, alibi, none", name);
+  const std::vector<std::string> registered = hook_names();
+  if (std::find(registered.begin(), registered.end(), name) != registered.end()) return SegmentPosition::Registered;
+  fail("unknown positional scheme '{}' for the char LM; valid: key_pe, transformer_xl, rope, alibi, none, or a "
+       "registered scheme ({})",
+       name, fmt::join(registered, ", "));
+}
+
+void SegmentAttentionConfig::set_positional(const std::string& name, std::map<std::string, std::string> options) {
+  position = segment_position_from_name(name);
+  registered = position == SegmentPosition::Registered ? name : "";
+  registered_options = std::move(options);
+}
+
+const std::vector<std::string>& segment_position_names() {
+  static const std::vector<std::string> names{"key_pe", "transformer_xl", "rope", "alibi", "none"};
+  return names;
 }
 
 std::string segment_position_name(SegmentPosition position) {
   switch (position) {
+    case SegmentPosition::Registered: return "registered";
     case SegmentPosition::KeyPE: return "key_pe";
     case SegmentPosition::TransformerXL: return "transformer_xl";
     case SegmentPosition::Rope: return "rope";
@@ -45,19 +64,6 @@ Variable unskew(const Variable& x, int64_t window) {
   // Row i of the padded [M, W + M + 1] view starts i elements later in X: column j is X[i, i + j].
   Variable padded = cat({reshape(x, flat), Variable(Tensor::zeros(pad, x.dtype(), x.value().device()))}, -1);
   return slice(reshape(padded, rows), -1, 0, window);
-}
-
-Variable skew(const Variable& a) {
-  const Shape shape = a.value().shape();
-  const int64_t n = static_cast<int64_t>(shape.size());
-  const int64_t M = shape[n - 2], W = shape[n - 1];
-  Shape pad(shape.begin(), shape.end() - 1), flat(shape.begin(), shape.end() - 2), out(flat);
-  pad.push_back(M + 1);
-  flat.push_back(M * (W + M + 1));
-  out.push_back(M);
-  out.push_back(W + M);
-  Variable padded = cat({a, Variable(Tensor::zeros(pad, a.dtype(), a.value().device()))}, -1);  // [.., M, W + M + 1]
-  return reshape(narrow(reshape(padded, flat), -1, 0, M * (W + M)), out);
 }
 
 SegmentAttention::SegmentAttention(const SegmentAttentionConfig& config, Generator& gen)
@@ -85,7 +91,13 @@ SegmentAttention::SegmentAttention(const SegmentAttentionConfig& config, Generat
     v_ = register_parameter("v", normal({c.heads, head_width_}, 0.0, 0.02, gen));
     w_kr_ = register_module("w_kr", std::make_shared<Linear>(c.width, c.width, false, gen));
   }
-  if (c.position == SegmentPosition::Alibi) alibi_slopes_ = alibi_slopes(c.heads);
+  if (c.position == SegmentPosition::Registered) {
+    hook_ = register_module("positional", make_hook(HookSpec{c.registered, HookOptions(c.registered_options)},
+                                                     HookContext{.width = c.width, .heads = c.heads, .structure = {c.max_span + 1}},
+                                                     gen));
+    if (dynamic_cast<const AbsoluteEncoding*>(hook_.get()))
+      fail("SegmentAttention: '{}' is an absolute positional scheme; the char LM takes relative schemes only", c.registered);
+  }
   if (c.adaptive_span)
     span_ = register_module("span", std::make_shared<AdaptiveSpan>(c.heads, c.max_span, c.span_ramp, c.span_init,
                                                                    c.span_loss));
@@ -142,7 +154,10 @@ Variable SegmentAttention::rotate(const Variable& x, int64_t first_position) con
 }
 
 bool SegmentAttention::uses_fused_path(Device device) const {
-  return config_.fused && device.is_cpu() && !keep_probs_ && !(config_.dropout > 0.0 && is_training());
+  std::string blocker;
+  if (!device.is_cpu()) blocker = fmt::format("the input is on {} (the fused op is CPU code)", device.str());
+  else if (config_.dropout > 0.0 && is_training()) blocker = "attention dropout in training (reference path only)";
+  return choose_attention_path(config_.path, blocker, "SegmentAttention") == AttentionPath::Fused;
 }
 
 int64_t SegmentAttention::computed_pairs(int64_t M) const {
@@ -196,14 +211,13 @@ Variable on_relative_grid(const Variable& slots, int64_t axis, int64_t M, int64_
 
 }  // namespace
 
-Variable SegmentAttention::fused_window_attention(const Variable& q, const Variable& k, const Variable& v,
-                                                  const Variable& key_pe, int64_t W) const {
+AttentionTerms SegmentAttention::segment_terms(const Variable& key_pe, int64_t W, int64_t M, int64_t N, DType dtype,
+                                               Device device) const {
   const auto& c = config_;
-  const int64_t B = q.size(0), M = q.size(2), N = k.size(2), s = c.attend_self ? 1 : 0, H = c.heads;
+  const int64_t s = c.attend_self ? 1 : 0, H = c.heads;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_width_));
-  const DType dtype = q.dtype();
-  const Device device = q.value().device();
-  FusedTerms terms;
+  const Positions pos = Positions::sequence(N);
+  AttentionTerms terms;
   if (c.position == SegmentPosition::KeyPE) {
     if (!key_pe.defined() || key_pe.dim() != 2 || key_pe.size(0) != head_width_ || key_pe.size(1) != c.max_span)
       fail("SegmentAttention: key_pe must be [{}, {}]", head_width_, c.max_span);
@@ -217,19 +231,22 @@ Variable SegmentAttention::fused_window_attention(const Variable& q, const Varia
     terms.bias = on_relative_grid(reshape(matmul(e, reshape(v_, {H, head_width_, 1})), {H, W}), 1, M, s);
     terms.key_bias = u_ * scale;
   } else if (c.position == SegmentPosition::Alibi) {
-    std::vector<double> bias(static_cast<size_t>(H * W));
-    for (int64_t hd = 0; hd < H; ++hd)
-      for (int64_t j = 0; j < W; ++j)
-        bias[static_cast<size_t>(hd * W + j)] = -alibi_slopes_[static_cast<size_t>(hd)] * static_cast<double>(W - s - j);
-    terms.bias = on_relative_grid(Variable(Tensor::from_vector(bias, {H, W}).to(dtype).to(device)), 1, M, s);
+    terms.bias = Variable(Alibi(H).relative_table(pos).to(dtype).to(device));  // -m_h |offset|
+  } else if (c.position == SegmentPosition::Registered) {
+    merge_terms(terms, hook_->attention_terms(pos, dtype), hook_->summary());
   }
-  if (span_) terms.prob_mask = on_relative_grid(span_mask(W), 1, M, s);
-  FusedAttentionSpec spec;
-  spec.positions = Positions::sequence(N);
-  spec.box = OffsetBox{{-(W - s)}, {s - 1}};  // distances W - s .. 1 - s: exactly the W slots
-  spec.scale = scale;
-  Variable out = fused_attention(q, k, v, terms, spec);  // [B, H, M, Dh]
-  return reshape(permute(out, {0, 2, 1, 3}), {B, M, c.width});
+  if (span_) merge_terms(terms, AttentionTerms{.prob_mask = on_relative_grid(span_mask(W), 1, M, s)}, span_->summary());
+  return terms;
+}
+
+void SegmentAttention::rotate_registered(Variable& q, Variable& k) const {
+  if (!hook_) return;
+  // The hook rotates queries and keys of the same N tokens: the M queries are the last rows, so
+  // they are rotated as the last rows of an N-row tensor (its first rows are zeros, dropped).
+  const int64_t B = q.size(0), H = q.size(1), M = q.size(2), N = k.size(2);
+  Variable rows = N > M ? cat({Variable(Tensor::zeros({B, H, N - M, head_width_}, q.dtype(), q.value().device())), q}, 2) : q;
+  hook_->rotate(rows, k, Positions::sequence(N));
+  q = N > M ? narrow(rows, 2, N - M, M) : rows;
 }
 
 Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const Variable& key_pe, Generator& dropout_gen) {
@@ -254,6 +271,7 @@ Variable SegmentAttention::forward(const Variable& h, const Tensor& cache, const
     q = rotate(q, keep);
     k = rotate(k, 0);
   }
+  rotate_registered(q, k);
   return out_proj_->forward(attend(q, k, v, key_pe, W, dropout_gen));
 }
 
@@ -287,49 +305,45 @@ Variable SegmentAttention::forward_incremental(const Variable& h, KeyValueCache&
   kv.keys = next > 0 ? all_k.value().narrow(2, rows - next, next).contiguous() : Tensor();
   kv.values = next > 0 ? all_v.value().narrow(2, rows - next, next).contiguous() : Tensor();
   kv.position += M;
+  if (hook_) {
+    // The cached keys were rotated in the frames of earlier calls: only a hook that rotates nothing
+    // can run incrementally (its terms depend on offsets alone).
+    Variable probe_q(Tensor::ones({1, H, 2, head_width_}, dtype, device)), probe_k = probe_q;
+    hook_->rotate(probe_q, probe_k, Positions::sequence(2));
+    if (max_abs_diff(probe_q.value(), Tensor::ones({1, H, 2, head_width_}, dtype, device)) != 0.0)
+      fail("SegmentAttention: incremental decoding with '{}' is not supported: it rotates queries and keys by their "
+           "positions, and the cached keys were rotated in earlier calls' frames",
+           hook_->summary());
+  }
   return out_proj_->forward(attend(q, all_k, all_v, key_pe, W, dropout_gen));
 }
 
 Variable SegmentAttention::attend(const Variable& q, const Variable& k, const Variable& v, const Variable& key_pe,
                                   int64_t W, Generator& dropout_gen) {
   const auto& c = config_;
-  const int64_t B = q.size(0), M = q.size(2), s = c.attend_self ? 1 : 0;
+  const int64_t B = q.size(0), H = c.heads, M = q.size(2), N = k.size(2), s = c.attend_self ? 1 : 0;
   const DType dtype = q.dtype();
   const Device device = q.value().device();
-  if (uses_fused_path(q.value().device())) return fused_window_attention(q, k, v, key_pe, W);
-  Variable qc = c.position == SegmentPosition::TransformerXL ? q + reshape(u_, {c.heads, 1, head_width_}) : q;
-  Variable content = matmul(qc, transpose(k, 2, 3));  // [B, H, M, W - s + M]
-  if (s == 1) content = cat({content, Variable(Tensor::zeros({B, c.heads, M, 1}, dtype, device))}, 3);
-  Variable scores = unskew(content, W);  // [B, H, M, W]
-
-  if (c.position == SegmentPosition::KeyPE) {
-    if (!key_pe.defined() || key_pe.dim() != 2 || key_pe.size(0) != head_width_ || key_pe.size(1) != c.max_span)
-      fail("SegmentAttention: key_pe must be [{}, {}]", head_width_, c.max_span);
-    scores = scores + matmul(q, narrow(key_pe, 1, c.max_span - W, W));
-  } else if (c.position == SegmentPosition::TransformerXL) {
-    const Variable r = transformer_xl_slot_encodings(W, s, c.width, dtype, device);  // [W, D]
-    Variable e = permute(reshape(w_kr_->forward(r), {W, c.heads, head_width_}), {1, 2, 0});  // [H, Dh, W]
-    scores = scores + matmul(q + reshape(v_, {c.heads, 1, head_width_}), e);
+  const AttentionTerms terms = segment_terms(key_pe, W, M, N, dtype, device);
+  AttentionSpec spec;
+  spec.positions = Positions::sequence(N);
+  spec.box = OffsetBox{{-(W - s)}, {s - 1}};  // distances W - s .. 1 - s: exactly the W slots
+  if (hook_)
+    if (auto range = hook_->key_range(spec.positions)) spec.box = spec.box->intersect(*range);
+  spec.scale = 1.0 / std::sqrt(static_cast<double>(head_width_));
+  Variable out;  // [B, H, M, Dh]
+  Tensor probs;  // [B, H, M, N] when kept
+  if (uses_fused_path(device)) {
+    out = fused_attention(q, k, v, terms, spec);
+    if (keep_probs_) probs = fused_attention_probs(q.value(), k.value(), v.value(), detached(terms), spec);
+  } else {
+    out = reference_attention(q, k, v, terms, spec, keep_probs_ ? &probs : nullptr,
+                              ProbabilityDropout{c.dropout, is_training(), &dropout_gen});
   }
-  scores = scores * (1.0 / std::sqrt(static_cast<double>(head_width_)));
-  if (c.position == SegmentPosition::Alibi) {
-    std::vector<double> bias(static_cast<size_t>(c.heads * W));
-    for (int64_t hd = 0; hd < c.heads; ++hd)
-      for (int64_t j = 0; j < W; ++j)
-        bias[static_cast<size_t>(hd * W + j)] = -alibi_slopes_[static_cast<size_t>(hd)] * static_cast<double>(W - s - j);
-    scores = scores + Variable(Tensor::from_vector(bias, {c.heads, 1, W}).to(dtype).to(device));
+  if (keep_probs_) {  // distance space [B, H, M, W]: slot j of query i is key i + j (unskew)
+    if (s == 1) probs = cat(std::vector<Tensor>{probs, Tensor::zeros({B, H, M, 1}, dtype, device)}, 3);
+    last_probs_ = unskew(Variable(probs), W).value().contiguous();
   }
-
-  Variable probs = softmax(scores, -1);
-  if (span_) {
-    Variable masked = probs * reshape(span_mask(W), {c.heads, 1, W});
-    probs = masked / (sum(masked, {-1}, true) + 1e-8);
-  }
-  if (c.dropout > 0.0) probs = dropout(probs, c.dropout, is_training(), dropout_gen);
-  if (keep_probs_) last_probs_ = probs.value();
-  Variable band = skew(probs);  // [B, H, M, W + M]
-  if (s == 1) band = narrow(band, 3, 0, W + M - 1);
-  Variable out = matmul(band, v);  // [B, H, M, Dh]
   return reshape(permute(out, {0, 2, 1, 3}), {B, M, c.width});
 }
 

@@ -1,7 +1,8 @@
 // SegmentAttention: the attention of a segment-recurrent language model (Sukhbaatar et al. 2019,
 // spec adaptive_span.md sections 1-2; Transformer-XL, section 5). M queries (the current segment)
 // attend over [cache; segment], where the cache holds the previous inputs of this layer
-// (detached). The scores live in distance space: slot j of query i is the key at distance
+// (detached). Slot j of query i (its window, and the distance space of the kept probabilities)
+// is the key at distance
 //
 //   d = W - j        (j = 0..W-1, d = W..1; the current token is excluded, the paper's rule), or
 //   d = W - 1 - j    (attend_self: d = W-1..0, the GPT / Transformer-XL rule)
@@ -12,14 +13,17 @@
 //
 // Pipeline for h [B, M, D] and cache [B, C, D]:
 //   src = [last W - s rows of cache; h]                 [B, W - s + M, D]   (s = attend_self)
-//   q = Wq h, k = Wk src, v = Wv src (no bias)           [B, H, M, Dh], [B, H, W - s + M, Dh]
-//   rope: q, k rotated by their positions in src
-//   content = (q (+ u for transformer_xl)) . k^T, unskewed to distance space   [B, H, M, W]
-//   key_pe:   + q . P[:, S - W ..] (P = the model's shared key_pe [Dh, S]; column S - d is d)
-//   transformer_xl: + (q + v) . (W_kR R_d)  (R_d the concatenated sinusoid of width D)
-//   scores = (content + positional) / sqrt(Dh);  alibi: scores -= m_h d
-//   p = softmax(scores); adaptive span: p = p m_h(d) / (sum p m_h + 1e-8); p = dropout(p)
-//   out = Wo (p skewed back to key space . v)
+//   q = Wq h, k = Wk src, v = Wv src (no bias)           [B, H, M, Dh], [B, H, N, Dh]  (N = W - s + M)
+//   rope (or a registered scheme's rotate): q, k rotated by their positions in src
+//   terms over the relative grid of the N tokens (attention/attention_terms.h), the queries the last M:
+//     key_pe:   query_table q . P[:, S - d] / sqrt(Dh) (P = the model's shared key_pe [Dh, S])
+//     transformer_xl: key bias u / sqrt(Dh); query table and bias (q + v) . (W_kR R_d) / sqrt(Dh)
+//     alibi:    bias -m_h d;   a registered scheme (siren, t5_bias, shaw, ...): its own tables
+//     adaptive span: prob_mask m_h(d)
+//   key box: distances W - s .. 1 - s (each query its W slots), intersected with a registered
+//   scheme's key range
+//   out = Wo (reference_attention or fused_attention (q, k, v, terms, box)); dropout on the
+//   probabilities (reference path, training)
 //
 // Adaptive span (child "span", an AdaptiveSpan hook: parameter c [H], regulariser, clamp) gives
 // the mask m_h(d) = clamp((R + c_h S - (d - 1)) / R, 0, 1) (1 at d = 0), and the window:
@@ -32,21 +36,25 @@
 // test_char_transformer.cpp; a trained model showed 7.5e-3 nats on single characters). Without
 // adaptive span W = S.
 //
-// Two paths compute the same numbers (config.fused): the fused op (attention/fused) on a 1-D grid
-// of the W - s + M rows of [memory; segment] whose queries are the last M, with the key box of
-// offsets -(W - s) .. s - 1 (each query visits exactly its W slots: the causal half of the dense
-// product and the trimmed keys are never computed), the positional terms and the span mask as
-// FusedTerms tables over that grid; and the reference pipeline above (dense M x (W - s + M)
-// content product, unskew/skew), kept for figures, attention dropout and other devices.
+// Two paths compute the same numbers from the same terms (config.path, attention_path.h): the
+// fused op, where each query visits exactly its W slots (the causal half of the dense product and
+// the trimmed keys are never computed), and the reference (a dense M x N product), which runs
+// attention dropout in training and tensors off the CPU. A registered scheme's tables are
+// evaluated on the grid of the call's N tokens, so a table that depends on the grid's size (siren
+// with normalized: true) changes with N.
 // forward_incremental is the K/V-cached variant for generation (O(W) attention per token).
 //
 // Deliberately not here: the cache bookkeeping across segments (char_transformer.h).
 // Shapes: letters of shape_legend.h; S is the maximum span, W the window (trimmed span).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "attention/attention_hook.h"
+#include "attention/attention_path.h"
 #include "attention/spans/adaptive_span.h"
 #include "nn/linear.h"
 #include "nn/module.h"
@@ -54,9 +62,11 @@
 
 namespace posgrad {
 
-enum class SegmentPosition { KeyPE, TransformerXL, Rope, Alibi, None };
-// key_pe | transformer_xl | rope | alibi | none
+// The LM's own schemes (distances in the window), or any other registered scheme (registry.h).
+enum class SegmentPosition { KeyPE, TransformerXL, Rope, Alibi, None, Registered };
+// key_pe | transformer_xl | rope | alibi | none, else a registered scheme's name (Registered)
 SegmentPosition segment_position_from_name(const std::string& name);
+const std::vector<std::string>& segment_position_names();  // the names above, in that order
 std::string segment_position_name(SegmentPosition position);
 
 struct SegmentAttentionConfig {
@@ -73,11 +83,16 @@ struct SegmentAttentionConfig {
   int64_t trim_granularity = 64;
   double dropout = 0.0;          // on the attention probabilities (after the mask)
   double rope_base = 10000.0;
-  // The fused path (attention/fused): each query visits only its W slots (the causal, span-limited
-  // band of [cache; segment]); the reference path below computes the dense M x (W + M) product.
-  // Same numbers; the reference runs instead for figures (keep_probs), attention dropout in
-  // training, and tensors off the CPU.
-  bool fused = true;
+  std::string registered;                                   // SegmentPosition::Registered: the scheme's name
+  std::map<std::string, std::string> registered_options;   // and its options (registry.h)
+  // Sets `position` from a name (segment_position_from_name), and for a registered scheme also
+  // `registered` and `registered_options`.
+  void set_positional(const std::string& name, std::map<std::string, std::string> options = {});
+  // auto | reference | fused (attention/attention_path.h). The fused path (attention/fused): each
+  // query visits only its W slots (the causal, span-limited band of [cache; segment]); the
+  // reference path below computes the dense M x (W + M) product. Same numbers; auto takes the
+  // reference for attention dropout in training and for tensors off the CPU.
+  AttentionPath path = AttentionPath::Auto;
 };
 
 class SegmentAttention : public Module {
@@ -118,16 +133,17 @@ class SegmentAttention : public Module {
 
  private:
   Variable split_heads(const Variable& x) const;  // [B, N, D] -> [B, H, N, Dh]
-  // The fused path runs: asked for, on the CPU, no probabilities kept, no dropout in training.
+  // The fused path runs (choose_attention_path): not refused, on the CPU, no dropout in training.
   bool uses_fused_path(Device device) const;
   // q [B, H, M, Dh], k, v [B, H, W - s + M, Dh] (key row W - s + i is query i's own position) ->
   // the heads' outputs merged [B, M, D] before out_proj, on the fused or the reference path.
   Variable attend(const Variable& q, const Variable& k, const Variable& v, const Variable& key_pe, int64_t W,
                   Generator& dropout_gen);
-  // q [B, H, M, Dh], k, v [B, H, W - s + M, Dh] -> the heads' outputs merged [B, M, D], by the
-  // fused op over a 1-D grid of W - s + M tokens whose queries are the last M, key box = the slots.
-  Variable fused_window_attention(const Variable& q, const Variable& k, const Variable& v, const Variable& key_pe,
-                                  int64_t W) const;
+  // The positional tables and the span mask over the relative grid of N = W - s + M tokens.
+  AttentionTerms segment_terms(const Variable& key_pe, int64_t W, int64_t M, int64_t N, DType dtype,
+                               Device device) const;
+  // A registered scheme's rotate of q [B, H, M, Dh] (the last M of the N tokens) and k [B, H, N, Dh].
+  void rotate_registered(Variable& q, Variable& k) const;
   Variable rotate(const Variable& x, int64_t first_position) const;  // RoPE on [B, H, N, Dh]
 
   SegmentAttentionConfig config_;
@@ -136,15 +152,13 @@ class SegmentAttention : public Module {
   std::shared_ptr<Linear> w_kr_;  // transformer_xl
   Variable u_, v_;                // transformer_xl [H, Dh]
   std::shared_ptr<AdaptiveSpan> span_;
-  std::vector<double> alibi_slopes_;
+  std::shared_ptr<AttentionHook> hook_;  // child "positional" (SegmentPosition::Registered)
   bool keep_probs_ = false;
   Tensor last_probs_;
 };
 
-// The distance-space reshapes of the reference code (spec 2.1), on the last two axes:
-//   unskew: X [.., M, W + M] -> U [.., M, W] with U[i, j] = X[i, i + j]
-//   skew:   A [.., M, W]     -> S [.., M, W + M] with S[i, i + j] = A[i, j], zeros elsewhere
+// The distance-space reshape of the reference code (spec 2.1), on the last two axes (the kept
+// probabilities):  unskew: X [.., M, W + M] -> U [.., M, W] with U[i, j] = X[i, i + j]
 Variable unskew(const Variable& x, int64_t window);
-Variable skew(const Variable& a);
 
 }  // namespace posgrad

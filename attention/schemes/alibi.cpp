@@ -36,17 +36,8 @@ Tensor Alibi::relative_table(const Positions& positions) const {
   return Tensor::from_vector(table, {heads_, R});
 }
 
-Logits Alibi::score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) {
-  (void)k;
-  if (q.size(1) != heads_) fail("alibi: built for H = {} heads but queries are {}", heads_, q.value().describe());
-  const Tensor table = relative_table(layout.positions()).to(q.dtype()).to(q.device());
-  Logits terms;
-  terms.positional = unsqueeze(layout.gather_relative(Variable(table)), 0);  // [1, H, N|1, K]
-  return terms;
-}
-
-FusedTerms Alibi::fused_terms(const Positions& positions, DType dtype) {
-  FusedTerms terms;
+AttentionTerms Alibi::attention_terms(const Positions& positions, DType dtype) {
+  AttentionTerms terms;
   terms.bias = Variable(relative_table(positions).to(dtype));
   return terms;
 }

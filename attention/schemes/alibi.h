@@ -11,8 +11,8 @@
 // h = 1, 3, 5, ..., 2(H-n)-1 (the rule of the paper's reference code; it interleaves the new
 // slopes between the old ones).
 //
-// Implementation: a [H, R] table over the relative grid, put onto the score slots with
-// ScoreLayout::gather_relative; the term is positional and not scaled by 1/sqrt(Dh). No
+// Implementation: a [H, R] table over the relative grid, the positional `bias` of
+// attention_terms.h; not scaled by 1/sqrt(Dh). No
 // parameters and no options. Trees are an Error (no offsets). Deliberately not here: learned
 // slopes and the causal-only variant that never sees future keys (a causal mask does that).
 // Shapes: letters of shape_legend.h.
@@ -29,8 +29,7 @@ class Alibi : public AttentionHook {
  public:
   explicit Alibi(int64_t heads);
 
-  Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override;
-  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // bias [H, R]
+  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // bias [H, R]
   std::string summary() const override;
 
   // The bias over the relative grid, [H, R] float64: -m_h * distance(entry).

@@ -48,12 +48,6 @@ Variable apply_token_maps(const Variable& x, const Variable& maps) {
   return squeeze(matmul(maps, unsqueeze(x, -1)), -1);  // [B, H, N, Dh, 1] -> [B, H, N, Dh]
 }
 
-Logits scale_logits(Logits logits, const Variable& factor) {
-  logits.content = logits.content * factor;
-  if (logits.positional.defined()) logits.positional = logits.positional * factor;
-  return logits;
-}
-
 Tensor decay_factors(const std::vector<int64_t>& distances, const Shape& shape, double decay, DType dtype,
                      Device device) {
   std::vector<double> f(distances.size());

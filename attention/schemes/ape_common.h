@@ -43,9 +43,6 @@ std::shared_ptr<OrthogonalGenerators> add_ape_generators(Module& owner, const st
 // shared by the batch) or [B, H|1, N, Dh, Dh] (per batch row). A size-1 head axis broadcasts.
 Variable apply_token_maps(const Variable& x, const Variable& maps);
 
-// Multiplies the content and the positional logits by `factor` (broadcastable to [B, H, N, K]).
-Logits scale_logits(Logits logits, const Variable& factor);
-
 // decay^distance for integer distances, as a tensor of `shape` in `dtype` on `device`.
 Tensor decay_factors(const std::vector<int64_t>& distances, const Shape& shape, double decay, DType dtype,
                      Device device);

@@ -72,15 +72,8 @@ Tensor ApeGrid::decay_table(const Positions& positions, DType dtype) const {
   return decay_factors(distance, {R}, settings_.decay, dtype, kCPU);
 }
 
-Logits ApeGrid::modulate(Logits logits, const ScoreLayout& layout) {
-  if (!settings_.decays()) return logits;
-  const Variable& c = logits.content;
-  const Tensor table = decay_table(layout.positions(), c.dtype()).to(c.device());
-  return scale_logits(std::move(logits), layout.gather_relative(table));
-}
-
-FusedTerms ApeGrid::fused_terms(const Positions& positions, DType dtype) {
-  FusedTerms terms;
+AttentionTerms ApeGrid::attention_terms(const Positions& positions, DType dtype) {
+  AttentionTerms terms;
   if (settings_.decays()) terms.modulation = Variable(decay_table(positions, dtype));
   return terms;
 }

@@ -28,8 +28,7 @@ class ApeGrid : public AttentionHook {
   ApeGrid(int64_t heads, int64_t head_width, int64_t axes, const ApeSettings& settings, Generator& gen);
 
   void rotate(Variable& q, Variable& k, const Positions& positions) override;
-  Logits modulate(Logits logits, const ScoreLayout& layout) override;
-  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // modulation: the decay [R]
+  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // modulation: the decay [R]
   std::string summary() const override;
 
   // The maps of axis a for every token: W_a^{c_a(t)}, [H, N, d, d], for a = 0..n-1.

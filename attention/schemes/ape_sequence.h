@@ -6,8 +6,8 @@
 //   logit_ij = (q~_i . k~_j / sqrt(Dh)) * decay^|j - i|
 //
 // The table [I, W, ..., W^(N-1)] is built by doubling on every forward (inside the autograd
-// graph). The decay is a [R] table over the relative grid gathered onto the layout's slots, so the
-// fast (window) path works as the dense one does.
+// graph). The decay is an [R] modulation table over the relative grid (attention_terms.h), so the
+// fused path runs it as the reference does.
 //
 // Options: init (rope_like | near_identity | normal), trainable, decay (ape_common.h).
 // Parameter: orthogonal.generators A [H, Dh, Dh].
@@ -24,8 +24,7 @@ class ApeSequence : public AttentionHook {
   ApeSequence(int64_t heads, int64_t head_width, const ApeSettings& settings, Generator& gen);
 
   void rotate(Variable& q, Variable& k, const Positions& positions) override;
-  Logits modulate(Logits logits, const ScoreLayout& layout) override;
-  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // modulation: the decay [R]
+  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // modulation: the decay [R]
   std::string summary() const override;
 
   // The map of every token: W^t for t = 0..N-1, [H, N, Dh, Dh].

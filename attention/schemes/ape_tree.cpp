@@ -150,24 +150,18 @@ void ApeTree::rotate(Variable& q, Variable& k, const Positions& positions) {
   k = apply_token_maps(k, maps);
 }
 
-Logits ApeTree::modulate(Logits logits, const ScoreLayout& layout) {
-  if (!settings_.decays()) return logits;
-  const Positions& positions = layout.positions();
+AttentionTerms ApeTree::attention_terms(const Positions& positions, DType dtype) {
+  if (!settings_.decays()) return {};
   if (!positions.is_tree()) fail("ape_tree: needs tree positions, got {}", positions.describe());
-  if (layout.is_window()) fail("ape_tree: the tree decay needs the dense layout");
+  // The escape hatch: decay^distance depends on each example's heap positions, a [B|1, 1, N, N]
+  // factor rather than a table over a relative grid, so only the reference path applies it.
   const Tensor& heap = positions.heap();
   const int64_t N = heap.size(-1), B = heap.dim() == 2 ? heap.size(0) : 1;
   const Tensor d = ape_tree_distances(heap, branching_, mapping_, distance_);
-  const Variable& c = logits.content;
-  const Tensor factor = decay_factors(d.to_vector<int64_t>(), {B, 1, N, N}, settings_.decay, c.dtype(), c.device());
-  return scale_logits(std::move(logits), factor);
-}
-
-FusedTerms ApeTree::fused_terms(const Positions&, DType) {
-  if (settings_.decays())
-    return FusedTerms::unsupported("its tree decay depends on each example's heap positions (a [B, N, N] factor, "
-                                   "not a table over a relative grid)");
-  return {};
+  AttentionTerms terms;
+  terms.dense_modulation = decay_factors(d.to_vector<int64_t>(), {B, 1, N, N}, settings_.decay, dtype, kCPU);
+  terms.dense_modulation_owner = summary();
+  return terms;
 }
 
 std::string ApeTree::summary() const {

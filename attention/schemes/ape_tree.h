@@ -11,7 +11,8 @@
 //
 // The maps are computed once per rotate for the unique heap positions of the batch (one batched
 // matmul per depth step over a table [W_0^T, ..., W_{kappa-1}^T, I]) and then gathered per token.
-// The decay needs the dense layout (trees have no key window).
+// The decay is the escape hatch of attention_terms.h (dense_modulation: a per-example [B, N, N]
+// factor, not a table over a relative grid), so with decay only the reference path runs.
 //
 // Options:
 //   branching       kappa, default 2 (must equal the positions' branching factor)
@@ -49,9 +50,8 @@ class ApeTree : public AttentionHook {
           TreeDistance distance, const ApeSettings& settings, Generator& gen);
 
   void rotate(Variable& q, Variable& k, const Positions& positions) override;
-  Logits modulate(Logits logits, const ScoreLayout& layout) override;
-  // Without decay: nothing (rotate only). With decay: unsupported (a [B, N, N] factor per batch).
-  FusedTerms fused_terms(const Positions& positions, DType dtype) override;
+  // Without decay: nothing (rotate only). With decay: dense_modulation [B|1, 1, N, N].
+  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;
   std::string summary() const override;
 
   // The maps M of the given heap positions, in order: [P, H|1, Dh, Dh] (1 when heads share).

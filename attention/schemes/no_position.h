@@ -9,7 +9,6 @@ namespace posgrad {
 class NoPosition : public AttentionHook {
  public:
   std::string summary() const override { return "none"; }
-  FusedTerms fused_terms(const Positions&, DType) override { return {}; }  // acts nowhere
 };
 
 std::shared_ptr<AttentionHook> make_no_position(const HookContext& context, const HookOptions& options, Generator& gen);

@@ -32,22 +32,10 @@ Variable RelativeEncodingScheme::relative_table(const Positions& positions, DTyp
   return permute(reshape(E, {R, heads_, head_width_}), {1, 0, 2});  // [H, R, Dh]
 }
 
-Logits RelativeEncodingScheme::score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) {
-  if (q.dim() != 4 || q.size(1) != heads_ || q.size(3) != head_width_)
-    fail("{}: queries must be [B, {}, N, {}], got {}", summary(), heads_, head_width_, q.value().describe());
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_width_));
-  Variable table = relative_table(layout.positions(), q.dtype());  // [H, R, Dh]
-  const Shape per_head{1, heads_, 1, head_width_};
-  Logits terms;
-  terms.content = layout.key_dot(reshape(u_, per_head), k) * scale;                     // [B|1, H, N|1, K]
-  terms.positional = layout.query_relative(q + reshape(v_, per_head), table) * scale;   // [B, H, N, K]
-  return terms;
-}
-
-FusedTerms RelativeEncodingScheme::fused_terms(const Positions& positions, DType dtype) {
+AttentionTerms RelativeEncodingScheme::attention_terms(const Positions& positions, DType dtype) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_width_));
   Variable table = relative_table(positions, dtype) * scale;  // [H, R, Dh]
-  FusedTerms terms;
+  AttentionTerms terms;
   terms.key_bias = u_ * scale;                                                      // [H, Dh]
   terms.query_table = table;                                                        // [H, R, Dh]
   terms.bias = sum(table * unsqueeze(v_, 1), {2});                                  // [H, R]

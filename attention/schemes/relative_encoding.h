@@ -7,8 +7,8 @@
 //   content    (u_h . k_j) / sqrt(Dh)                          (the content bias)
 //   positional ((q_i + v_h) . E_h[r]) / sqrt(Dh)                 (positional attention + bias)
 //
-// on the layout's slots (ScoreLayout::key_dot and ::query_relative: dense [B, H, N, N] or window
-// [B, H, N, W], never a per-pair [H, Dh, N, N] tensor). The q.k term is the pipeline's own.
+// as the tables of attention_terms.h: key_bias = u / sqrt(Dh), query_table = E / sqrt(Dh),
+// bias = v . E / sqrt(Dh) (never a per-pair [H, Dh, N, N] tensor). The q.k term is the layer's own.
 // u, v [H, Dh] are parameters registered first ("u", "v"); the subclass initialises them.
 //
 // Deliberately not here: how E is made (siren_relative.h, transformer_xl.h), span modulation
@@ -29,9 +29,8 @@ class RelativeEncodingScheme : public AttentionHook {
   // E split head-major: [H, R, Dh], head h owns features h*Dh .. h*Dh + Dh - 1.
   Variable relative_table(const Positions& positions, DType dtype);
 
-  Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override;
   // key_bias u / sqrt(Dh), query_table E / sqrt(Dh), bias (v . E) / sqrt(Dh).
-  FusedTerms fused_terms(const Positions& positions, DType dtype) override;
+  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;
 
   const Variable& u() const { return u_; }  // [H, Dh]
   const Variable& v() const { return v_; }  // [H, Dh]

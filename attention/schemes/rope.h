@@ -31,7 +31,6 @@ class Rope : public AttentionHook {
   Rope(int64_t head_width, int64_t grid_dims, bool trainable, double base, bool split_axes);
 
   void rotate(Variable& q, Variable& k, const Positions& positions) override;
-  FusedTerms fused_terms(const Positions&, DType) override { return {}; }  // rotate only
   std::string summary() const override;
 
   // x [..., N, Dh] rotated for `positions` (what rotate applies to q and to k).

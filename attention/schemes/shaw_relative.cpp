@@ -48,18 +48,9 @@ Variable ShawRelative::relative_table(const Positions& positions) const {
   return expand(unsqueeze(index_select(r_, 0, rows), 0), {heads_, R, head_width_});
 }
 
-Logits ShawRelative::score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) {
-  (void)k;
-  if (q.size(1) != heads_ || q.size(3) != head_width_)
-    fail("shaw: built for H = {}, Dh = {} but queries are {}", heads_, head_width_, q.value().describe());
-  Logits terms;
-  terms.positional = layout.query_relative(q, relative_table(layout.positions()));
-  return terms;
-}
-
-FusedTerms ShawRelative::fused_terms(const Positions& positions, DType dtype) {
+AttentionTerms ShawRelative::attention_terms(const Positions& positions, DType dtype) {
   (void)dtype;  // the table is r's dtype; the fused op names a mismatch
-  FusedTerms terms;
+  AttentionTerms terms;
   terms.query_table = relative_table(positions);  // [H, R, Dh]
   return terms;
 }

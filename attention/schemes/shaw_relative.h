@@ -12,8 +12,8 @@
 // (2w+1)^(n-1-d)); on a 1-D sequence this is the formula above. Trees are an Error (no offsets).
 //
 // Implementation: per forward the table over the relative grid [H, R, Dh] is one index_select of
-// r with the clipped offsets of the R relative entries, and the layout computes q . table on its
-// slots (ScoreLayout::query_relative) - never a per-pair [N, N, Dh] tensor.
+// r with the clipped offsets of the R relative entries, returned as the query_table of
+// attention_terms.h - never a per-pair [N, N, Dh] tensor.
 //
 // Options: window w (16), per_head (false), init_std (rows start N(0, init_std^2), default 1
 // like nn.Embedding). Parameter: "r". Deliberately not here: the value-side term a^V of Shaw et
@@ -30,8 +30,7 @@ class ShawRelative : public AttentionHook {
   ShawRelative(int64_t heads, int64_t head_width, int64_t grid_dims, int64_t window, bool per_head, double init_std,
                Generator& gen);
 
-  Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override;
-  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // query_table
+  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // query_table
   std::string summary() const override;
 
   const Variable& r() const { return r_; }  // [(2w+1)^n, Dh] or [H, (2w+1)^n, Dh]

@@ -53,15 +53,8 @@ Variable T5Bias::relative_bias(const Positions& pos) const {
   return transpose(index_select(bias_, 0, bucket), 0, 1);  // [H, R]
 }
 
-Logits T5Bias::score_terms(const Variable&, const Variable&, const ScoreLayout& layout) {
-  // The layout puts the [H, R] table on the score slots: [H, N, K] (dense) or [H, 1, K] (window).
-  Logits terms;
-  terms.positional = unsqueeze(layout.gather_relative(relative_bias(layout.positions())), 0);
-  return terms;
-}
-
-FusedTerms T5Bias::fused_terms(const Positions& positions, DType) {
-  FusedTerms terms;
+AttentionTerms T5Bias::attention_terms(const Positions& positions, DType) {
+  AttentionTerms terms;
   terms.bias = relative_bias(positions);
   return terms;
 }

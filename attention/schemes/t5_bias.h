@@ -10,7 +10,7 @@
 //   logit[h, i, j] += bias[bucket(i, j), h]
 //
 // It is the scheme docs/tutorial-new-scheme.md builds step by step: a table over the relative
-// grid gathered onto the score slots, so it works unchanged on the reference and fast paths.
+// grid (the `bias` of attention_terms.h), so it runs unchanged on the reference and fused paths.
 // Options: buckets (32), max_distance (128), bidirectional (true). Sequences only.
 // Deliberately not here: T5's sharing of one bias across layers (make one hook and pass it to
 // every layer as a shared hook to get that).
@@ -28,8 +28,7 @@ class T5Bias : public AttentionHook {
   // The bucket of every relative offset (key - query) in `offsets`: int64, same length.
   std::vector<int64_t> buckets_of(const std::vector<int64_t>& offsets) const;
 
-  Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override;
-  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // bias [H, R]
+  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // bias [H, R]
   std::string summary() const override;
   // The bias of every relative entry: [H, R] (differentiable in the bucket table).
   Variable relative_bias(const Positions& positions) const;

@@ -63,13 +63,8 @@ Variable AdaptiveSpan::relative_mask(const Positions& positions, DType dtype) co
   return clamp(ramp, 0.0, 1.0) * Variable(Tensor::from_vector(allowed, {1, R}).to(dtype).to(device));
 }
 
-Variable AdaptiveSpan::prob_mask(const ScoreLayout& layout) {
-  const DType dtype = c_.dtype();
-  return unsqueeze(layout.gather_relative(relative_mask(layout.positions(), dtype)), 0);  // [1, H, N|1, K]
-}
-
-FusedTerms AdaptiveSpan::fused_terms(const Positions& positions, DType) {
-  FusedTerms terms;
+AttentionTerms AdaptiveSpan::attention_terms(const Positions& positions, DType) {
+  AttentionTerms terms;
   terms.prob_mask = relative_mask(positions, c_.dtype());
   return terms;
 }

@@ -11,10 +11,10 @@
 //
 // Hooks used:
 //   key_range()   the causal box lo = -min(S, ceil(max_h z_h) + Rr), hi = -1: the trimming of
-//                 spec section 2.2; it shrinks as the spans shrink, so the fast path (window
-//                 layout) costs O(N (max span + Rr)).
-//   prob_mask()   the mask above as an [H, R] table over the relative grid, gathered onto the
-//                 slots (ScoreLayout::gather_relative), differentiable in c.
+//                 spec section 2.2; it shrinks as the spans shrink, so the fused path
+//                 costs O(N (max span + Rr)).
+//   attention_terms()  prob_mask: the mask above as an [H, R] table over the relative grid,
+//                 differentiable in c.
 //   regulariser() loss_coef * S * mean_h(c_h), the per-layer span loss (spec 1.4); the model
 //                 sums it over layers and adds it to the training loss only.
 //   after_optimizer_step()  clamps c to [0, 1] in place (spec 1.5).
@@ -35,8 +35,7 @@ class AdaptiveSpan : public AttentionHook {
   AdaptiveSpan(int64_t heads, int64_t max_span, double ramp, double init, double loss_coef);
 
   std::optional<OffsetBox> key_range(const Positions& positions) const override;
-  Variable prob_mask(const ScoreLayout& layout) override;
-  FusedTerms fused_terms(const Positions& positions, DType dtype) override;  // prob_mask [H, R]
+  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // prob_mask [H, R]
   Variable regulariser() override;
   void after_optimizer_step() override;
   std::string summary() const override;

@@ -82,19 +82,8 @@ Variable GaussianSpan::gaussian(const Positions& positions, DType dtype) const {
   return exp(sum(Variable(square(x)) / s2, {1}) * -0.5);  // [R]
 }
 
-Logits GaussianSpan::modulate(Logits logits, const ScoreLayout& layout) {
-  const Variable g = layout.gather_relative(gaussian(layout.positions(), logits.content.dtype()));  // [N, K] | [1, K]
-  if (!options_.positional_only) {
-    logits.content = logits.content * g;
-    if (logits.positional.defined()) logits.positional = logits.positional * g;
-  } else if (logits.positional.defined()) {
-    logits.positional = logits.positional * g;
-  }
-  return logits;
-}
-
-FusedTerms GaussianSpan::fused_terms(const Positions& positions, DType dtype) {
-  FusedTerms terms;
+AttentionTerms GaussianSpan::attention_terms(const Positions& positions, DType dtype) {
+  AttentionTerms terms;
   (options_.positional_only ? terms.positional_modulation : terms.modulation) = gaussian(positions, dtype);
   return terms;
 }

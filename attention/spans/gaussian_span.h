@@ -3,7 +3,7 @@
 //
 //   G(x) = exp(-1/2 sum_d x_d^2 / sigma_d^2),   x = normalised relative offset in [-1, 1]^n,
 //
-// evaluated on the R entries of the relative grid and gathered onto the layout's slots. modulate()
+// evaluated on the R entries of the relative grid (a modulation table of attention_terms.h). It
 // MULTIPLIES THE PRE-SOFTMAX LOGITS by it (not the probabilities): all of them (multiply:
 // all_logits, posattn's setting) or only the positional part (positional_logits). Far keys are
 // pulled towards logit 0, not -inf.
@@ -11,7 +11,7 @@
 // Threshold t (option `threshold`, 0.1): key_range() returns the box |offset_d| <= half_d with
 //   half_d = ceil(sqrt(-2 ln t) * |sigma_d| * (S_d - 1)),  clipped to S_d - 1,
 // so SpanSize_d = min(2 half_d + 1, 2 S_d - 1). No gradient flows through the box; t <= 0 means
-// no box (every key stays). The box is what lets the fast path compute only the window.
+// no box (every key stays). The box is what lets the fused path skip the keys outside it.
 //
 // sigma is raw and unconstrained (only sigma^2 enters). posattn gives NaN at sigma = 0; here
 // sigma^2 is clamped below at min_sigma^2 (option `min_sigma`, 1e-3) in G and |sigma| at
@@ -49,9 +49,8 @@ class GaussianSpan : public AttentionHook {
   GaussianSpan(std::vector<int64_t> structure, const GaussianSpanOptions& options);
 
   std::optional<OffsetBox> key_range(const Positions& positions) const override;
-  Logits modulate(Logits logits, const ScoreLayout& layout) override;
   // modulation (all_logits) or positional_modulation (positional_logits): G [R].
-  FusedTerms fused_terms(const Positions& positions, DType dtype) override;
+  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;
   std::string summary() const override;
 
   // G on the relative grid of `positions`: [R] in `dtype`, differentiable in sigma.

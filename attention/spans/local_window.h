@@ -1,7 +1,6 @@
 // The "local_window" span: every query sees only the keys within a fixed radius on each
 // positional axis (sliding-window / local attention), optionally only the past (1-D). It acts
-// through key_range alone, so it costs nothing in the reference path beyond a mask and turns
-// the fast path on. It is also the span the attention benchmark uses to set span fractions.
+// through key_range alone: a mask in the reference path, keys never visited in the fused path. It is also the span the attention benchmark uses to set span fractions.
 //
 // Options: radius (int, >= 0; the same on every axis), causal (bool, 1-D only: offsets
 // -radius..0). Deliberately not here: learned or soft spans (gaussian_span, adaptive_span).
@@ -15,7 +14,6 @@ class LocalWindow : public AttentionHook {
  public:
   LocalWindow(int64_t radius, bool causal);
   std::optional<OffsetBox> key_range(const Positions& positions) const override;
-  FusedTerms fused_terms(const Positions&, DType) override { return {}; }  // key_range only
   std::string summary() const override;
 
  private:

@@ -288,6 +288,36 @@ BOOST_AUTO_TEST_CASE(eval_and_sample_take_their_settings_in_either_position) {
   BOOST_TEST(read_text(log).find("--out") != std::string::npos, read_text(log));
 }
 
+// Every registered relative scheme trains (siren, t5_bias here), on both attention paths; t5_bias
+// (offsets only) also samples; the old setting names (model.position, model.fused) still load,
+// and the new model.attention refuses what it does not know.
+BOOST_AUTO_TEST_CASE(registered_schemes_train_and_old_setting_names_load) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", log = tmp.path() / "t.txt";
+  write_file(data, sample_text());
+  for (const std::string& scheme : {"siren -Dmodel.positional_options=[hidden=8,normalized=false]",
+                                    "t5_bias -Dmodel.positional_options=[buckets=8,max_distance=16]"})
+    for (const std::string& path : {"auto", "reference"}) {
+      const fs::path out = tmp.path() / fmt::format("run_{}_{}", scheme.substr(0, scheme.find(' ')), path);
+      const std::string args = "train " + tiny(data) + " -Dtrain.steps=3 -Dmodel.attention=" + path +
+                               " -Dmodel.positional=" + scheme + " --out " + out.string();
+      BOOST_TEST(run(args, log) == 0, args << ":\n" << read_text(log));
+      BOOST_TEST(fs::exists(out / "summary.json"), args);
+      BOOST_TEST(read_text(out / "config.yaml").find("positional: " + scheme.substr(0, scheme.find(' '))) !=
+                 std::string::npos);
+    }
+  const fs::path t5 = tmp.path() / "run_t5_bias_auto";
+  BOOST_TEST(run("sample --checkpoint " + t5.string() + " --tokens 5", log) == 0, read_text(log));
+  const fs::path old = tmp.path() / "old";
+  BOOST_TEST(run("train " + tiny(data) + " -Dtrain.steps=2 -Dmodel.position=alibi -Dmodel.fused=false --out " +
+                     old.string(), log) == 0, read_text(log));
+  const std::string config = read_text(old / "config.yaml");
+  BOOST_TEST(config.find("positional: alibi") != std::string::npos, config);
+  BOOST_TEST(config.find("attention: reference") != std::string::npos, config);
+  BOOST_TEST(run("train " + tiny(data) + " -Dmodel.attention=fast --out " + (tmp.path() / "x").string(), log) == 1);
+  BOOST_TEST(read_text(log).find("model.attention") != std::string::npos, read_text(log));
+}
+
 // sample writes each character as it is drawn: a sample stopped early keeps what it wrote.
 BOOST_AUTO_TEST_CASE(sample_writes_each_character_as_it_comes) {
   TempDir tmp;

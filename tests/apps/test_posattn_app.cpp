@@ -208,6 +208,8 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_a_clear_error) {
              {"no folder 'mnist'", "posgrad-data fetch mnist --dir " + (tmp.path() / "empty_data").string()});
   fails_with("-Ddata.image_size=12", {"data.image_size 12 does not fit", "32x32", "must divide 32"});
   fails_with("-Dmodel.positional=sirne", {"unknown scheme 'sirne'", "siren", "txl_baseline"});
+  fails_with("-Dmodel.attention=fast", {"model.attention", "'fast'", "auto, reference, fused"});
+  fails_with("-Dmodel.path=quick", {"'model.path' is the old name of 'model.attention'", "'quick'"});
   fails_with("-Ddata.dataset=smnist -Dmodel.positional_dims=2", {"positional_dims = 2 needs an image grid"});
   fails_with("-Dmodel.positional_options=omega", {"'omega' is not key=value"});
   fails_with("-Dmodel.positional=t5_bias", {"t5_bias", "1-D sequence positions"});  // a 1-D-only scheme on the grid

@@ -140,6 +140,25 @@ BOOST_AUTO_TEST_CASE(infinity_is_a_value_where_the_setting_allows_it) {
 
 // YAML keys are unique within a map (yaml-cpp keeps both; the last one used to win silently), and a
 // setting is given once per file, however it is spelled.
+// An old name still sets the new setting (a run's config.yaml written before the rename loads),
+// translating the values it lists and refusing the others with both names; --help and to_yaml
+// know only the new name.
+BOOST_AUTO_TEST_CASE(renamed_settings_load_under_their_old_names) {
+  Declared d;
+  d.s.rename("train.algorithm", "train.optimizer", {{"adaptive", "adam"}, {"plain", "sgd"}});
+  d.s.rename("layers.heads", "model.heads");
+  d.s.apply_override("train.algorithm=plain");
+  BOOST_TEST(d.e.optimizer == "sgd");
+  d.s.load_yaml_text("train:\n  algorithm: adaptive\nlayers:\n  heads: 8\n", "old config.yaml");
+  BOOST_TEST(d.e.optimizer == "adam");
+  BOOST_TEST(d.e.heads == 8);
+  check_error([&] { d.s.apply_override("train.algorithm=momentum"); },
+              {"'train.algorithm' is the old name of 'train.optimizer'", "'momentum'"});
+  check_error([&] { d.s.apply_override("layers.heads=0"); }, {"model.heads"});  // the new key's constraint
+  BOOST_TEST(d.s.to_yaml().find("algorithm") == std::string::npos);
+  BOOST_TEST(d.s.describe().find("layers.heads") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(duplicate_keys_in_a_file_are_refused) {
   Declared d;
   check_error([&] { d.s.load_yaml_text("seed: 1\ntrain:\n  lr: 0.1\nseed: 2\n", "p.yaml"); },

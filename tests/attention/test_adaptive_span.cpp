@@ -1,7 +1,7 @@
 // The adaptive span (attention/spans/adaptive_span.h) against the index facts of spec
 // adaptive_span.md section 8 (mask values per distance, the current token excluded, trimmed
 // keys have mask exactly 0), the span loss, the clamp after an optimizer step, the reported spans,
-// gradients of c and x, the reference path against the fast (window) path, and option errors.
+// gradients of c and x, the reference path against the fused path, and option errors.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
@@ -10,6 +10,7 @@
 #include "attention/spans/adaptive_span.h"
 #include "nn/adam.h"
 #include "posgrad.h"
+#include "tests/attention_pairs.h"
 #include "tests/module_gradcheck.h"
 #include "tests/attention_paths.h"
 #include "tests/test_support.h"
@@ -20,6 +21,8 @@ using posgrad::test::PathRun;
 using posgrad::test::run_path;
 using posgrad::test::check_error;
 using posgrad::test::check_module_gradients;
+
+using posgrad::test::on_pairs;
 
 namespace {
 
@@ -62,7 +65,8 @@ BOOST_AUTO_TEST_CASE(mask_values_follow_the_spec_per_distance) {
   const int64_t N = 12, S = 10;
   const double ramp = 4;
   auto span = make_span({{"max_span", "10"}, {"ramp", "4"}}, 2, N, {0.25, 0.6});  // z = 2.5, 6
-  Tensor m = span->prob_mask(ScoreLayout::dense(Positions::sequence(N), std::nullopt)).value();  // [1, H, N, N]
+  Tensor m = on_pairs(span->attention_terms(Positions::sequence(N), kFloat64).prob_mask, Positions::sequence(N))
+                 .reshape({1, 2, N, N});
   BOOST_TEST(m.shape() == (Shape{1, 2, N, N}));
   const double c[2] = {0.25, 0.6};
   for (int64_t h = 0; h < 2; ++h)
@@ -76,7 +80,8 @@ BOOST_AUTO_TEST_CASE(mask_values_follow_the_spec_per_distance) {
   BOOST_TEST(m.at<double>({0, 1, 3, 4}) == 0.0);
   // At init (c = 0) a head sees d = 1..R with weights 1, (R-1)/R, ..., 1/R.
   auto fresh = make_span({{"max_span", "10"}, {"ramp", "4"}}, 1, N);
-  Tensor m0 = fresh->prob_mask(ScoreLayout::dense(Positions::sequence(N), std::nullopt)).value();
+  Tensor m0 = on_pairs(fresh->attention_terms(Positions::sequence(N), kFloat64).prob_mask, Positions::sequence(N))
+                  .reshape({1, 1, N, N});
   const double init_want[] = {0.0, 1.0, 0.75, 0.5, 0.25, 0.0};
   for (int64_t d = 0; d <= 5; ++d) BOOST_TEST(m0.at<double>({0, 0, 8, 8 - d}) == init_want[d]);
 }
@@ -91,7 +96,8 @@ BOOST_AUTO_TEST_CASE(key_range_trims_exactly_the_keys_with_mask_zero) {
   BOOST_TEST(box->hi[0] == -1);
   BOOST_TEST(span->kept_distance() == 6);
   // Every key outside the box has mask exactly 0 for every head; inside, the farthest one is not 0.
-  Tensor m = span->prob_mask(ScoreLayout::dense(Positions::sequence(N), std::nullopt)).value();
+  Tensor m = on_pairs(span->attention_terms(Positions::sequence(N), kFloat64).prob_mask, Positions::sequence(N))
+                 .reshape({1, 2, N, N});
   for (int64_t h = 0; h < 2; ++h)
     for (int64_t i = 0; i < N; ++i)
       for (int64_t j = 0; j < N; ++j)
@@ -124,7 +130,7 @@ BOOST_AUTO_TEST_CASE(exact_trimming_changes_only_the_epsilon_term) {
   const double diff = max_abs_diff(a.forward(Variable(x)).value(), b.forward(Variable(x)).value());
   BOOST_TEST_MESSAGE("exact trim vs no trim: max |diff| " << diff);
   BOOST_TEST(diff < 1e-7);
-  BOOST_TEST(a.layout_for(Positions::sequence(N), false).box()->lo[0] == -6);
+  BOOST_TEST(a.key_box(Positions::sequence(N), false)->lo[0] == -6);
 }
 
 BOOST_AUTO_TEST_CASE(span_loss_clamp_and_reported_spans) {
@@ -157,22 +163,21 @@ BOOST_AUTO_TEST_CASE(span_loss_clamp_and_reported_spans) {
   BOOST_TEST(zero->c().value().to_vector<double>() == (std::vector<double>{0.0, 0.0}), boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE(gradcheck_reference_and_fast) {
-  for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fast}) {
+BOOST_AUTO_TEST_CASE(gradcheck_reference_and_fused) {
+  for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fused}) {
     Generator gen(17);
     const int64_t D = 8, H = 2, N = 7;
     // S = 6, R = 2, z = 0.9, 2.1: the ramps cover distances 1..4 and 1..5; key range d <= 5.
     auto span = make_span({{"max_span", "6"}, {"ramp", "2"}, {"loss_coef", "0.1"}}, H, N, {0.15, 0.35});
     MultiHeadAttention mha(D, H, gen, {span});
     mha.set_path(path);
-    BOOST_TEST(mha.layout_for(Positions::sequence(N), false).is_window() == (path == AttentionPath::Fast));
     Tensor x = normal({2, N, D}, 0, 1, gen, kFloat64);
     check_module_gradients(mha, x, [&](const Variable& xv) { return mha.forward(xv) + span->regulariser(); });
     BOOST_TEST(span->c().value().to_vector<double>()[1] == 0.35);  // gradcheck restored it
   }
 }
 
-BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree) {
+BOOST_AUTO_TEST_CASE(reference_and_fused_paths_agree) {
   Generator gen(23);
   const int64_t D = 8, H = 2, N = 24;
   auto span = make_span({{"max_span", "20"}, {"ramp", "4"}}, H, N, {0.1, 0.3});  // z = 2, 6: keep d <= 10
@@ -181,15 +186,15 @@ BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree) {
   Tensor x = normal({2, N, D}, 0, 1, gen, kFloat64), w = normal({2, N, D}, 0, 1, gen, kFloat64);
   auto forward = [&](const Variable& xv) { return mha.forward(xv); };
   PathRun ref = run_path(mha, AttentionPath::Reference, x, w, forward);
-  PathRun fast = run_path(mha, AttentionPath::Fast, x, w, forward);
-  const ScoreLayout layout = mha.layout_for(Positions::sequence(N), false);
-  BOOST_TEST(layout.is_window());
-  BOOST_TEST(layout.slots() == 10);  // the window costs O(N (max span + R)), not O(N^2)
+  PathRun fast = run_path(mha, AttentionPath::Fused, x, w, forward);
+  // The fused path computes only the box: O(N (max span + R)), not O(N^2).
+  BOOST_TEST(mha.key_box(Positions::sequence(N), false)->volume() == 10);
+  BOOST_TEST(mha.last_computed_share(Positions::sequence(N)) < 0.5);
   check_runs_agree(mha, ref, fast, 1e-12);
   // The first token has no key at distance >= 1: its attention output is zero (out = out_proj bias).
   Tensor bias = mha.parameter("out_proj.bias").value();
   BOOST_TEST(max_abs_diff(fast.out.select(0, 0).select(0, 0), bias) < 1e-15);
-  BOOST_TEST(std::abs(sum(mha.last_dense_probs().select(2, 0)).item()) == 0.0);
+  BOOST_TEST(std::abs(sum(mha.last_probs().select(2, 0)).item()) == 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(bad_options_and_positions_are_errors) {

@@ -2,7 +2,7 @@
 // MultiHeadAttention for the generators and the input, relative invariance under shifts of all
 // positions, the RoPE-like init against its closed-form block rotations, tree cancellation with
 // explicit matrices (intended and released mappings), the decay factors of every variant, the
-// heap -> word mappings of the spec, 16-deep trees, the reference path against the fast (window)
+// heap -> word mappings of the spec, 16-deep trees, the reference path against the fused
 // path, option errors, and the PyTorch golden files of tools/golden_ape.py.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -18,6 +18,7 @@
 #include "nn/safetensors.h"
 #include "posgrad.h"
 #include "tests/module_gradcheck.h"
+#include "tests/attention_pairs.h"
 #include "tests/attention_paths.h"
 #include "tests/golden_compare.h"
 #include "tests/test_support.h"
@@ -79,13 +80,18 @@ Tensor rope_like_power(int64_t d, int64_t p, bool as_float = false) {
   return Tensor::from_vector(w, {d, d});
 }
 
-// The logits a hook's modulate makes of all-ones content logits on `layout`.
-Tensor decay_of(AttentionHook& hook, const ScoreLayout& layout, int64_t B = 1) {
-  Logits ones{Variable(Tensor::ones({B, 1, layout.queries(), layout.slots()}, kFloat64)), Variable()};
-  return hook.modulate(ones, layout).total().value();
+// The factor a hook's terms put on the logits of every (query, key) pair: [1, H|1, N, N] from a
+// modulation table, or the tree's dense modulation [B|1, 1, N, N].
+Tensor decay_of(AttentionHook& hook, const Positions& pos) {
+  const AttentionTerms t = hook.attention_terms(pos, kFloat64);
+  const int64_t N = pos.tokens();
+  if (t.dense_modulation.defined()) return t.dense_modulation;
+  if (!t.modulation.defined()) return Tensor::ones({1, 1, N, N}, kFloat64);
+  const Tensor m = posgrad::test::on_pairs(t.modulation, pos);
+  return m.reshape({1, m.numel() / (N * N), N, N});
 }
 
-// A hook that only narrows the keys to a box (to force the window layout on grids).
+// A hook that only narrows the keys to a box (so the fused path skips keys).
 class BoxHook : public AttentionHook {
  public:
   explicit BoxHook(OffsetBox box) : box_(std::move(box)) {}
@@ -343,32 +349,26 @@ BOOST_AUTO_TEST_CASE(shared_heads_use_one_set_of_branch_generators) {
   BOOST_TEST(max_abs_diff(q.value().select(2, 0), x.select(2, 0)) == 0.0);  // heap 0: identity
 }
 
-BOOST_AUTO_TEST_CASE(sequence_decay_is_098_to_the_offset_on_dense_and_window_layouts) {
+BOOST_AUTO_TEST_CASE(sequence_decay_is_098_to_the_offset) {
   Generator gen(9);
   auto hook = build("ape", {}, 8, 2, {}, gen);  // default decay 0.98
   const int64_t N = 7;
   const Positions pos = Positions::sequence(N);
-  const Tensor dense = decay_of(*hook, ScoreLayout::dense(pos, std::nullopt));  // [1, 1, N, N]
+  const Tensor dense = decay_of(*hook, pos);  // [1, 1, N, N]
   double worst = 0;
   for (int64_t i = 0; i < N; ++i)
     for (int64_t j = 0; j < N; ++j)
       worst = std::max(worst, std::abs(dense.at<double>({0, 0, i, j}) - std::pow(0.98, std::abs(i - j))));
   BOOST_TEST(worst < 1e-15);
-  // Window over offsets -2..0: slot w holds offset w - 2.
-  const ScoreLayout window = ScoreLayout::window(pos, OffsetBox{{-2}, {0}});
-  const Tensor w = decay_of(*hook, window);
-  BOOST_TEST((w.shape() == Shape{1, 1, N, 3}));
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t s = 0; s < 3; ++s) BOOST_TEST(std::abs(w.at<double>({0, 0, i, s}) - std::pow(0.98, 2 - s)) < 1e-15);
   // On a grid, "ape" reads the flat index: decay^|flat(j) - flat(i)|.
   const Positions grid = Positions::grid({2, 3});
-  const Tensor g = decay_of(*hook, ScoreLayout::dense(grid, std::nullopt));
+  const Tensor g = decay_of(*hook, grid);
   for (int64_t i = 0; i < 6; ++i)
     for (int64_t j = 0; j < 6; ++j) BOOST_TEST(std::abs(g.at<double>({0, 0, i, j}) - std::pow(0.98, std::abs(i - j))) < 1e-15);
   // decay 1 or 0: the logits come back untouched.
   for (const char* off : {"1", "0"}) {
     auto plain = build("ape", {{"decay", off}}, 8, 2, {}, gen);
-    BOOST_TEST(max_abs_diff(decay_of(*plain, ScoreLayout::dense(pos, std::nullopt)), Tensor::ones({1, 1, N, N}, kFloat64)) == 0.0);
+    BOOST_TEST(max_abs_diff(decay_of(*plain, pos), Tensor::ones({1, 1, N, N}, kFloat64)) == 0.0);
   }
 }
 
@@ -376,7 +376,7 @@ BOOST_AUTO_TEST_CASE(grid_decay_is_098_to_the_floored_euclidean_distance) {
   Generator gen(10);
   auto hook = build("ape_grid", {}, 8, 2, {3, 4}, gen);
   const Positions pos = Positions::grid({3, 4});
-  const Tensor f = decay_of(*hook, ScoreLayout::dense(pos, std::nullopt));
+  const Tensor f = decay_of(*hook, pos);
   double worst = 0;
   for (int64_t i = 0; i < 12; ++i)
     for (int64_t j = 0; j < 12; ++j) {
@@ -413,13 +413,12 @@ BOOST_AUTO_TEST_CASE(tree_decay_uses_the_true_tree_distance_or_the_released_form
   const Tensor mixed = ape_tree_distances(three, 2, TreeMapping::Intended, TreeDistance::Released);
   BOOST_TEST((mixed.to_vector<int64_t>() == std::vector<int64_t>{0, 4, 4, 4, 0, 2, 4, 2, 0}));
 
-  // Through modulate: [B, N] heaps give per-row factors 0.98^distance.
+  // Through the terms (the dense modulation): [B, N] heaps give per-row factors 0.98^distance.
   const Tensor heap2 = Tensor::from_vector(std::vector<int64_t>{1, 2, 3, 0, 4, 5, 9, 1}, {2, 4});
   const Positions pos = Positions::tree(heap2);
   auto intended = build("ape_tree", {}, 8, 2, {}, gen);
   auto released = build("ape_tree", {{"mapping", "released"}, {"decay_distance", "released"}}, 8, 2, {}, gen);
-  const ScoreLayout layout = ScoreLayout::dense(pos, std::nullopt);
-  const Tensor fi = decay_of(*intended, layout, 2), fr = decay_of(*released, layout, 2);
+  const Tensor fi = decay_of(*intended, pos), fr = decay_of(*released, pos);
   BOOST_TEST((fi.shape() == Shape{2, 1, 4, 4}));
   const Tensor di = ape_tree_distances(heap2, 2, TreeMapping::Intended, TreeDistance::Intended);
   const Tensor dr = ape_tree_distances(heap2, 2, TreeMapping::Released, TreeDistance::Released);
@@ -532,9 +531,9 @@ BOOST_AUTO_TEST_CASE(gradcheck_tree_through_attention) {
   }
 }
 
-// ---------------------------------------------------------------- reference vs fast path
+// ---------------------------------------------------------------- reference vs fused path
 
-BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree) {
+BOOST_AUTO_TEST_CASE(reference_and_fused_paths_agree) {
   struct Setup {
     std::string name;
     Positions pos;
@@ -559,8 +558,8 @@ BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree) {
     masks.causal = s.causal;
     auto forward = [&](const Variable& xv) { return mha.forward(xv, masks, &s.pos); };
     const PathRun ref = run_path(mha, AttentionPath::Reference, x, w, forward);
-    const PathRun fast = run_path(mha, AttentionPath::Fast, x, w, forward);
-    BOOST_TEST(mha.layout_for(s.pos, s.causal).is_window());
+    const PathRun fast = run_path(mha, AttentionPath::Fused, x, w, forward);
+    BOOST_TEST(mha.last_forward_fused());
     check_runs_agree(mha, ref, fast, 1e-12, s.name);
   }
 }
@@ -578,12 +577,13 @@ struct GoldenCase {
   double atol, rtol;  // outputs and gradients
 };
 std::ostream& operator<<(std::ostream& os, const GoldenCase& c) {
-  return os << c.file << " " << dtype_name(c.dtype) << (c.path == AttentionPath::Fast ? " fast" : " reference");
+  return os << c.file << " " << dtype_name(c.dtype) << (c.path == AttentionPath::Fused ? " fused" : " reference");
 }
 
 const GoldenCase kGolden[] = {
     {"ape_sequence", kFloat64, AttentionPath::Reference, 1e-11, 1e-9},
-    {"ape_sequence", kFloat64, AttentionPath::Fast, 1e-11, 1e-9},
+    {"ape_sequence", kFloat64, AttentionPath::Fused, 1e-11, 1e-9},
+    {"ape_grid", kFloat64, AttentionPath::Fused, 1e-11, 1e-9},
     {"ape_sequence", kFloat32, AttentionPath::Reference, 2e-5, 1e-3},
     {"ape_grid", kFloat64, AttentionPath::Reference, 1e-11, 1e-9},
     {"ape_grid", kFloat32, AttentionPath::Reference, 2e-5, 1e-3},

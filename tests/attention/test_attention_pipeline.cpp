@@ -1,11 +1,14 @@
 // The attention pipeline itself, independent of any real scheme: positions and relative grids,
-// offset boxes, score layouts, the hook registry, and the central promise that the reference
-// (dense) and fast (window) paths agree forward and backward. A probe hook below uses every hook
-// point at once with random parameters, so a mistake in either path's plumbing shows up.
+// offset boxes, the hook registry, the reference implementation against the formula of
+// attention_terms.h written out as loops, and the central promise that the reference and the
+// fused path agree forward and backward. A probe hook below uses every kind of table at once with
+// random parameters, so a mistake in either implementation's plumbing shows up.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
+#include "attention/fused/fused_attention.h"
 #include "attention/multi_head_attention.h"
+#include "attention/reference_attention.h"
 #include "attention/registry.h"
 #include "posgrad.h"
 #include "tests/module_gradcheck.h"
@@ -22,40 +25,41 @@ using posgrad::test::throws_with;
 
 namespace {
 
-// Uses every hook point: rotate, key_range, score_terms (content + relative table + per-query
-// relative product), modulate, prob_mask.
+// Uses every hook point and every kind of table: rotate, key_range, and attention_terms with
+// key_bias, query_table, bias, modulation, positional_modulation and prob_mask.
 class ProbeHook : public AttentionHook {
  public:
   ProbeHook(int64_t H, int64_t Dh, const Positions& positions, std::optional<OffsetBox> box, Generator& gen)
       : box_(std::move(box)) {
     const int64_t R = positions.relative_size();
-    u_ = register_parameter("u", normal({1, H, 1, Dh}, 0, 0.5, gen));
+    u_ = register_parameter("u", normal({H, Dh}, 0, 0.5, gen));
     bias_ = register_parameter("bias", normal({H, R}, 0, 0.5, gen));
     table_ = register_parameter("table", normal({H, R, Dh}, 0, 0.3, gen));
     gain_ = register_parameter("gain", uniform({R}, 0.5, 1.5, gen));
     keep_ = register_parameter("keep", uniform({H, R}, 0.2, 1.0, gen));
+    positional_gain_ = register_parameter("positional_gain", uniform({H, R}, 0.5, 1.5, gen));
   }
   void rotate(Variable& q, Variable& k, const Positions&) override {
     q = q * 1.25;
     k = k - 0.1;
   }
   std::optional<OffsetBox> key_range(const Positions&) const override { return box_; }
-  Logits score_terms(const Variable& q, const Variable& k, const ScoreLayout& layout) override {
-    Logits t;
-    t.content = layout.key_dot(u_, k) * 0.5;
-    t.positional = unsqueeze(layout.gather_relative(bias_), 0) + layout.query_relative(q, table_);
+  AttentionTerms attention_terms(const Positions&, DType) override {
+    AttentionTerms t;
+    t.key_bias = u_ * 0.5;
+    t.query_table = table_;
+    t.bias = bias_;
+    t.modulation = gain_;
+    t.positional_modulation = positional_gain_;
+    t.prob_mask = keep_;
     return t;
   }
-  Logits modulate(Logits logits, const ScoreLayout& layout) override {
-    Variable g = layout.gather_relative(gain_);
-    return {logits.content * g, logits.positional * g};
-  }
-  Variable prob_mask(const ScoreLayout& layout) override { return layout.gather_relative(keep_); }
   std::string summary() const override { return "probe"; }
+
+  Variable u_, bias_, table_, gain_, keep_, positional_gain_;
 
  private:
   std::optional<OffsetBox> box_;
-  Variable u_, bias_, table_, gain_, keep_;
 };
 
 void check_paths_agree(const Positions& pos, const OffsetBox& box, bool causal, bool padding, DType dtype, double tol) {
@@ -75,10 +79,10 @@ void check_paths_agree(const Positions& pos, const OffsetBox& box, bool causal, 
   }
   auto forward = [&](const Variable& xv) { return mha.forward(xv, masks, &pos); };
   PathRun ref = run_path(mha, AttentionPath::Reference, x, w, forward);
-  BOOST_TEST(!mha.layout_for(pos, causal).is_window());
-  PathRun fast = run_path(mha, AttentionPath::Fast, x, w, forward);
-  BOOST_TEST(mha.layout_for(pos, causal).is_window());
-  check_runs_agree(mha, ref, fast, tol);
+  BOOST_TEST(!mha.last_forward_fused());
+  PathRun fused = run_path(mha, AttentionPath::Fused, x, w, forward);
+  BOOST_TEST(mha.last_forward_fused());
+  check_runs_agree(mha, ref, fused, tol);
 }
 
 }  // namespace
@@ -153,7 +157,7 @@ BOOST_AUTO_TEST_CASE(errors_name_the_problem) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_AUTO_TEST_SUITE(score_layouts)
+BOOST_AUTO_TEST_SUITE(offset_boxes_and_the_reference)
 
 BOOST_AUTO_TEST_CASE(offset_boxes) {
   OffsetBox a{{-3, -1}, {2, 4}}, b{{-1, -5}, {5, 0}};
@@ -166,43 +170,98 @@ BOOST_AUTO_TEST_CASE(offset_boxes) {
   check_error([&] { a.intersect(OffsetBox{{0}, {1}}); }, {"2-D box with a 1-D box"});
 }
 
-BOOST_AUTO_TEST_CASE(dense_box_mask_matches_the_spec_example) {
-  // posattn spec section 12: N = 5, span size 3 (half-width 1).
-  ScoreLayout layout = ScoreLayout::dense(Positions::sequence(5), OffsetBox{{-1}, {1}});
-  Tensor allowed = sub(Tensor::ones({5, 5}), layout.blocked(kFloat32));
-  const std::vector<float> expect{1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1};
-  BOOST_TEST(allowed.to_vector<float>() == expect, boost::test_tools::per_element());
+BOOST_AUTO_TEST_CASE(box_mask_matches_the_spec_example) {
+  // posattn spec section 12: N = 5, span size 3 (half-width 1): the reference's probabilities are
+  // zero exactly outside the band.
+  Generator gen(2);
+  const Tensor q = normal({1, 1, 5, 2}, 0, 1, gen, kFloat64), k = normal({1, 1, 5, 2}, 0, 1, gen, kFloat64);
+  Tensor p;
+  reference_attention(Variable(q), Variable(k), Variable(k), AttentionTerms{},
+                      AttentionSpec{Positions::sequence(5), OffsetBox{{-1}, {1}}, Tensor(), 1.0}, &p);
+  const std::vector<double> allowed{1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1};
+  const std::vector<double> got = p.to_vector<double>();
+  for (size_t e = 0; e < allowed.size(); ++e) BOOST_TEST((got[e] > 0) == (allowed[e] == 1), "entry " << e);
 }
 
-BOOST_AUTO_TEST_CASE(relative_tables_land_on_the_same_keys_in_both_layouts) {
-  Generator gen(3);
-  for (const Positions& pos : {Positions::sequence(9), Positions::grid({4, 5})}) {
-    OffsetBox box = pos.dims() == 1 ? OffsetBox{{-2}, {3}} : OffsetBox{{-1, -2}, {2, 1}};
-    ScoreLayout dense = ScoreLayout::dense(pos, box), window = ScoreLayout::window(pos, box);
-    const int64_t N = pos.tokens(), W = window.slots();
-    BOOST_TEST(W == box.volume());
-    Tensor table = normal({2, pos.relative_size()}, 0, 1, gen);
-    Tensor d = dense.gather_relative(table).value();   // [2, N, N]
-    Tensor w = window.gather_relative(table).value();  // [2, 1, W]
-    Tensor keys = window.key_window().key_index();
-    Tensor blocked = window.blocked(kFloat32);
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t s = 0; s < W; ++s) {
-        const int64_t j = keys.at<int64_t>({i, s});
-        BOOST_TEST((j < 0) == (blocked.at<float>({i, s}) == 1.0f));
-        if (j >= 0) BOOST_TEST(d.at<float>({1, i, j}) == w.at<float>({1, 0, s}));
-      }
-    // query_relative: the same per-query products.
-    Tensor q = normal({1, 2, N, 3}, 0, 1, gen), e = normal({2, pos.relative_size(), 3}, 0, 1, gen);
-    Tensor qd = dense.query_relative(q, e).value(), qw = window.query_relative(q, e).value();
-    double worst = 0;
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t s = 0; s < W; ++s) {
-        const int64_t j = keys.at<int64_t>({i, s});
-        if (j >= 0) worst = std::max(worst, std::abs(double(qd.at<float>({0, 1, i, j})) - qw.at<float>({0, 1, i, s})));
-      }
-    BOOST_TEST(worst < 1e-5);
+// The formula of attention_terms.h written out per (b, h, i, j), against reference_attention:
+// every kind of table, a key box, padding, and queries that are the last Nq of the N tokens.
+BOOST_AUTO_TEST_CASE(reference_follows_the_formula_of_the_terms) {
+  Generator gen(11);
+  for (const Positions& pos : {Positions::sequence(7), Positions::grid({3, 4})}) {
+    const int64_t B = 2, H = 2, Dh = 3, N = pos.tokens(), R = pos.relative_size();
+    for (const int64_t Nq : {N, N - 2}) {
+      ProbeHook probe(H, Dh, pos, std::nullopt, gen);
+      probe.to(kFloat64);
+      const AttentionTerms t = probe.attention_terms(pos, kFloat64);
+      const Tensor q = normal({B, H, Nq, Dh}, 0, 1, gen, kFloat64), k = normal({B, H, N, Dh}, 0, 1, gen, kFloat64),
+                   v = normal({B, H, N, Dh}, 0, 1, gen, kFloat64);
+      Tensor pad = Tensor::zeros({B, N}, kFloat64);
+      pad.select(0, 1).narrow(0, 0, 1).fill_(1.0);
+      const OffsetBox box = pos.dims() == 1 ? OffsetBox{{-3}, {2}} : OffsetBox{{-1, -2}, {1, 1}};
+      const double scale = 0.7;
+      Tensor probs;
+      const Tensor out = reference_attention(Variable(q), Variable(k), Variable(v), t, AttentionSpec{pos, box, pad, scale},
+                                             &probs).value();
+      const Tensor rel = pos.dense_relative_index(), offsets = pos.relative_offsets();
+      auto at = [](const Variable& x, std::initializer_list<int64_t> i) { return x.value().at<double>(i); };
+      double worst_p = 0, worst_o = 0;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < Nq; ++i) {
+            const int64_t gi = N - Nq + i;  // the query's token
+            std::vector<double> logit(static_cast<size_t>(N)), p(static_cast<size_t>(N));
+            std::vector<bool> open(static_cast<size_t>(N));
+            double top = -1e300;
+            for (int64_t j = 0; j < N; ++j) {
+              const int64_t r = rel.at<int64_t>({gi, j});
+              std::vector<int64_t> o;
+              for (int64_t d = 0; d < pos.dims(); ++d) o.push_back(offsets.at<int64_t>({r, d}));
+              double content = 0, positional = at(t.bias, {h, r});
+              for (int64_t c = 0; c < Dh; ++c) {
+                content += q.at<double>({b, h, i, c}) * k.at<double>({b, h, j, c}) * scale +
+                           at(t.key_bias, {h, c}) * k.at<double>({b, h, j, c});
+                positional += q.at<double>({b, h, i, c}) * at(t.query_table, {h, r, c});
+              }
+              logit[size_t(j)] = at(t.modulation, {r}) * (content + at(t.positional_modulation, {h, r}) * positional);
+              open[size_t(j)] = box.contains(o) && pad.at<double>({b, j}) == 0;
+              if (open[size_t(j)]) top = std::max(top, logit[size_t(j)]);
+            }
+            double z = 0, masked = 0;
+            for (int64_t j = 0; j < N; ++j) z += open[size_t(j)] ? std::exp(logit[size_t(j)] - top) : 0.0;
+            for (int64_t j = 0; j < N; ++j) {
+              p[size_t(j)] = open[size_t(j)] ? std::exp(logit[size_t(j)] - top) / z : 0.0;
+              p[size_t(j)] *= at(t.prob_mask, {h, rel.at<int64_t>({gi, j})});
+              masked += p[size_t(j)];
+            }
+            for (int64_t c = 0; c < Dh; ++c) {
+              double o = 0;
+              for (int64_t j = 0; j < N; ++j) o += p[size_t(j)] / (masked + 1e-8) * v.at<double>({b, h, j, c});
+              worst_o = std::max(worst_o, std::abs(o - out.at<double>({b, h, i, c})));
+            }
+            for (int64_t j = 0; j < N; ++j)
+              worst_p = std::max(worst_p, std::abs(p[size_t(j)] / (masked + 1e-8) - probs.at<double>({b, h, i, j})));
+          }
+      BOOST_TEST(worst_p < 1e-12, pos.describe() << ", Nq " << Nq << ": probabilities differ by " << worst_p);
+      BOOST_TEST(worst_o < 1e-12, pos.describe() << ", Nq " << Nq << ": outputs differ by " << worst_o);
+    }
   }
+}
+
+// The one escape hatch: a dense factor on the logits runs on the reference only, and the fused
+// path names the hook that set it.
+BOOST_AUTO_TEST_CASE(dense_modulation_is_reference_only) {
+  Generator gen(12);
+  const Tensor q = normal({1, 1, 4, 2}, 0, 1, gen, kFloat64);
+  AttentionTerms t;
+  t.dense_modulation = Tensor::full({1, 1, 4, 4}, 2.0, kFloat64);
+  t.dense_modulation_owner = "probe decay";
+  const AttentionSpec spec{Positions::sequence(4), std::nullopt, Tensor(), 1.0};
+  Tensor doubled, plain;
+  reference_attention(Variable(q), Variable(q), Variable(q), t, spec, &doubled);
+  reference_attention(Variable(q * 2.0), Variable(q), Variable(q), AttentionTerms{}, spec, &plain);
+  BOOST_TEST(max_abs_diff(doubled, plain) < 1e-14);
+  BOOST_TEST(t.fused_blocker().find("probe decay") != std::string::npos);
+  check_error([&] { fused_attention(Variable(q), Variable(q), Variable(q), t, spec); }, {"fused attention", "probe decay"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -267,21 +326,21 @@ BOOST_AUTO_TEST_CASE(without_hooks_it_is_scaled_dot_product_attention) {
   BOOST_TEST(max_abs_diff(got, expect) < 1e-6);
 }
 
-BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree_1d) {
+BOOST_AUTO_TEST_CASE(reference_and_fused_paths_agree_1d) {
   check_paths_agree(Positions::sequence(23), OffsetBox{{-4}, {3}}, false, false, kFloat32, 2e-5);
   check_paths_agree(Positions::sequence(23), OffsetBox{{-4}, {3}}, true, true, kFloat32, 2e-5);
   check_paths_agree(Positions::sequence(17), OffsetBox{{-30}, {30}}, false, true, kFloat64, 1e-12);
 }
 
-BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree_2d) {
+BOOST_AUTO_TEST_CASE(reference_and_fused_paths_agree_2d) {
   check_paths_agree(Positions::grid({5, 6}), OffsetBox{{-1, -2}, {2, 1}}, false, false, kFloat32, 2e-5);
   check_paths_agree(Positions::grid({4, 7}), OffsetBox{{-1, -1}, {1, 1}}, false, true, kFloat64, 1e-12);
 }
 
 BOOST_AUTO_TEST_CASE(gradcheck_through_both_paths) {
   // Every parameter of the projections and of the probe hook, and the input, against central
-  // differences, through the dense and the window layouts (2-D grid, key padding).
-  for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fast}) {
+  // differences, through the reference and the fused path (2-D grid, key padding).
+  for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fused}) {
     Generator gen(5);
     Positions pos = Positions::grid({3, 3});
     auto hook = std::make_shared<ProbeHook>(2, 2, pos, OffsetBox{{-1, 0}, {1, 1}}, gen);
@@ -293,24 +352,30 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_both_paths) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(auto_path_uses_the_window_only_when_it_pays) {
+BOOST_AUTO_TEST_CASE(one_rule_chooses_the_path) {
+  BOOST_TEST((choose_attention_path(AttentionPath::Auto, "", "layer") == AttentionPath::Fused));
+  BOOST_TEST((choose_attention_path(AttentionPath::Auto, "off the CPU", "layer") == AttentionPath::Reference));
+  BOOST_TEST((choose_attention_path(AttentionPath::Reference, "", "layer") == AttentionPath::Reference));
+  BOOST_TEST((choose_attention_path(AttentionPath::Fused, "", "layer") == AttentionPath::Fused));
+  check_error([] { choose_attention_path(AttentionPath::Fused, "off the CPU", "my layer"); },
+              {"my layer", "fused attention path cannot run", "off the CPU"});
+  for (const std::string& name : attention_path_names())
+    BOOST_TEST(attention_path_name(attention_path_from_name(name)) == name);
+  check_error([] { attention_path_from_name("fast"); }, {"unknown attention path 'fast'", "auto, reference, fused"});
+  // A layer on Auto takes the fused path when the hooks allow it.
   Generator gen(6);
-  Positions pos = Positions::sequence(64);
-  auto narrow = std::make_shared<ProbeHook>(2, 4, pos, OffsetBox{{-4}, {4}}, gen);
-  MultiHeadAttention a(8, 2, gen, {narrow});
-  a.set_path(AttentionPath::Auto);
-  BOOST_TEST(a.layout_for(pos, false).is_window());
-  auto wide = std::make_shared<ProbeHook>(2, 4, pos, OffsetBox{{-40}, {40}}, gen);
-  MultiHeadAttention b(8, 2, gen, {wide});
-  BOOST_TEST(!b.layout_for(pos, false).is_window());
-  b.set_path(AttentionPath::Fast);
-  BOOST_TEST(b.layout_for(pos, false).is_window());
-  b.set_path(AttentionPath::Reference);
-  BOOST_TEST(!b.layout_for(pos, false).is_window());
-  check_error([] { attention_path_from_name("quick"); }, {"unknown attention path 'quick'", "reference, fast, auto"});
+  Positions pos = Positions::sequence(16);
+  MultiHeadAttention a(8, 2, gen, {std::make_shared<ProbeHook>(2, 4, pos, OffsetBox{{-4}, {4}}, gen)});
+  a.forward(Variable(normal({1, 16, 8}, 0, 1, gen)), {}, &pos);
+  BOOST_TEST(a.last_forward_fused());
+  BOOST_TEST(a.last_computed_share(pos) < 1.0);
+  a.set_path(AttentionPath::Reference);
+  a.forward(Variable(normal({1, 16, 8}, 0, 1, gen)), {}, &pos);
+  BOOST_TEST(!a.last_forward_fused());
+  BOOST_TEST(a.last_computed_share(pos) == 1.0);
 }
 
-BOOST_AUTO_TEST_CASE(dense_probabilities_of_a_window_forward) {
+BOOST_AUTO_TEST_CASE(probabilities_of_a_fused_forward) {
   Generator gen(8);
   Positions pos = Positions::sequence(12);
   auto hook = std::make_shared<ProbeHook>(2, 4, pos, OffsetBox{{-2}, {1}}, gen);
@@ -318,11 +383,11 @@ BOOST_AUTO_TEST_CASE(dense_probabilities_of_a_window_forward) {
   Tensor x = normal({1, 12, 8}, 0, 1, gen);
   mha.set_path(AttentionPath::Reference);
   mha.forward(Variable(x), {}, &pos);
-  Tensor ref = mha.last_dense_probs();
-  mha.set_path(AttentionPath::Fast);
+  Tensor ref = mha.last_probs();
+  mha.set_path(AttentionPath::Fused);
   mha.forward(Variable(x), {}, &pos);
-  BOOST_TEST(mha.last_probs().size(3) == 4);
-  BOOST_TEST(max_abs_diff(ref, mha.last_dense_probs()) < 1e-6);
+  BOOST_TEST(mha.last_probs().size(3) == 12);
+  BOOST_TEST(max_abs_diff(ref, mha.last_probs()) < 1e-6);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

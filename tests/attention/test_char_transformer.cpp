@@ -9,7 +9,7 @@
 //   * one token at a time (incremental decoding) gives the logits of a full forward;
 //   * the spans move in a short run: they grow on data that rewards looking back, and the span
 //     loss with the clamp pushes them to 0 on data that does not (spec pitfall #12);
-//   * the distance-space reshapes (unskew / skew) against the spec's index facts;
+//   * the distance-space reshape (unskew) against the spec's index facts;
 //   * the fused path (each query visits only its W slots) equals the reference path's dense
 //     M x (W + M) product, logits and every gradient (span parameters included), for every
 //     positional scheme, with a cache shorter than the window (zero slots) and longer than it;
@@ -47,7 +47,7 @@ CharTransformerConfig small_config(const std::string& position, bool pre_norm, i
   c.attention.width = 16;
   c.attention.heads = 2;
   c.attention.max_span = max_span;
-  c.attention.position = segment_position_from_name(position);
+  c.attention.set_positional(position);
   c.attention.span_ramp = 8;
   c.attention.trim_granularity = 8;
   c.attention.span_loss = 2e-3;
@@ -110,7 +110,7 @@ const char* kGoldenFiles[] = {"charlm_key_pe_postnorm.safetensors", "charlm_rope
 
 BOOST_AUTO_TEST_SUITE(char_transformer)
 
-BOOST_AUTO_TEST_CASE(unskew_and_skew_follow_the_index_facts) {
+BOOST_AUTO_TEST_CASE(unskew_follows_the_index_facts) {
   const int64_t M = 3, W = 4;
   std::vector<double> x(static_cast<size_t>(M * (W + M)));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i + 1);
@@ -118,15 +118,6 @@ BOOST_AUTO_TEST_CASE(unskew_and_skew_follow_the_index_facts) {
   const auto u = unskew(Variable(X), W).value().to_vector<double>();
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < W; ++j) BOOST_TEST(u[static_cast<size_t>(i * W + j)] == x[static_cast<size_t>(i * (W + M) + i + j)]);
-  std::vector<double> a(static_cast<size_t>(M * W));
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i + 1);
-  const auto s = skew(Variable(Tensor::from_vector(a, {1, M, W}))).value().to_vector<double>();
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t c = 0; c < W + M; ++c) {
-      const int64_t j = c - i;
-      const double expected = (j >= 0 && j < W) ? a[static_cast<size_t>(i * W + j)] : 0.0;
-      BOOST_TEST(s[static_cast<size_t>(i * (W + M) + c)] == expected);
-    }
 }
 
 BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make(kGoldenFiles), file) {
@@ -260,7 +251,7 @@ BOOST_DATA_TEST_CASE(trimming_changes_the_kept_weights_through_the_renormaliser,
   trimmed.span_ramp = 8;
   trimmed.span_init = 0.0;  // z = 0: distances 1..8 have mask (9 - d) / 8, the rest 0
   trimmed.trim_granularity = 8;
-  trimmed.fused = fused;
+  trimmed.path = fused ? AttentionPath::Fused : AttentionPath::Reference;
   SegmentAttentionConfig full = trimmed;
   full.trim = false;
   Generator g1(3), g2(3);
@@ -322,18 +313,19 @@ BOOST_DATA_TEST_CASE(incremental_logits_equal_a_full_forward, bdata::make({"key_
   expect_close(std::string("incremental ") + position, cat(parts, 1), full, 1e-12, 1e-10);
 }
 
-// The fused path (SegmentAttentionConfig::fused) against the reference path: the same model and
-// the same segments, logits and every gradient (span parameters, key_pe, u, v, W_kR included) in
-// float64. The first segment starts from an empty cache (the window reaches zero slots), the
+// The fused path (SegmentAttentionConfig::path) against the reference path: the same model and
+// the same segments, logits and every gradient (span parameters, key_pe, u, v, W_kR, the
+// registered schemes' parameters included) in float64, for the LM's own schemes and registered
+// ones (t5_bias, shaw, siren). The first segment starts from an empty cache (the window reaches zero slots), the
 // second from a cache longer than the trimmed window.
 BOOST_DATA_TEST_CASE(fused_path_equals_the_reference,
-                     bdata::make({"key_pe", "transformer_xl", "rope", "alibi", "none"}) * bdata::make({false, true}) *
-                         bdata::make({false, true}),
+                     bdata::make({"key_pe", "transformer_xl", "rope", "alibi", "none", "t5_bias", "shaw", "siren"}) *
+                         bdata::make({false, true}) * bdata::make({false, true}),
                      position, attend_self, pre_norm) {
   if (attend_self && std::string(position) == "key_pe") return;  // key_pe starts at distance 1
   CharTransformerConfig fused = small_config(position, pre_norm, 64), reference = fused;
   fused.attention.attend_self = reference.attention.attend_self = attend_self;
-  reference.attention.fused = false;
+  reference.attention.path = AttentionPath::Reference;
   Generator g1(5), g2(5);
   CharTransformer a(fused, g1), b(reference, g2);
   a.to(kFloat64);
@@ -346,6 +338,38 @@ BOOST_DATA_TEST_CASE(fused_path_equals_the_reference,
   // The span parameters' gradients are not trivially zero (the mask's ramp is inside the window).
   const Tensor dc = a.layer(0).attention().span()->c().grad();
   BOOST_TEST(std::abs(dc.to_vector<double>()[0]) + std::abs(dc.to_vector<double>()[1]) > 0.0);
+}
+
+// The probabilities kept for figures ([B, H, M, W] in distance space) are the same on the fused
+// path (computed from the fused op's dense probabilities) as on the reference path, with and
+// without the current token's slot.
+BOOST_DATA_TEST_CASE(kept_probabilities_are_the_same_on_both_paths, bdata::make({false, true}), attend_self) {
+  SegmentAttentionConfig c;
+  c.width = 8;
+  c.heads = 2;
+  c.max_span = 16;
+  c.position = SegmentPosition::Alibi;
+  c.attend_self = attend_self;
+  c.span_ramp = 4;
+  c.span_init = 0.3;
+  c.trim_granularity = 4;
+  SegmentAttentionConfig reference = c;
+  c.path = AttentionPath::Fused;
+  reference.path = AttentionPath::Reference;
+  Generator g1(7), g2(7), gen(8);
+  SegmentAttention a(c, g1), b(reference, g2);
+  a.to(kFloat64);
+  b.to(kFloat64);
+  a.set_keep_probs(true);
+  b.set_keep_probs(true);
+  const Tensor h = normal({2, 5, 8}, 0, 1, gen, kFloat64), cache = normal({2, 9, 8}, 0, 1, gen, kFloat64);
+  Generator d1(1), d2(1);
+  a.forward(Variable(h), cache, Variable(), d1);
+  b.forward(Variable(h), cache, Variable(), d2);
+  BOOST_REQUIRE(a.last_probs().defined());
+  BOOST_TEST(a.last_probs().shape() == b.last_probs().shape());
+  BOOST_TEST(max_abs_diff(a.last_probs(), b.last_probs()) < 1e-14);
+  BOOST_TEST(amax(abs(b.last_probs())).item() > 0.0);
 }
 
 // Decoding with the K/V cache (forward_incremental: a prompt of 5 tokens, then one token per
@@ -431,7 +455,9 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_errors) {
   CharTransformerConfig c = small_config("key_pe", false);
   c.attention.attend_self = true;
   BOOST_CHECK_THROW(CharTransformer(c, gen), Error);
-  BOOST_CHECK_THROW(segment_position_from_name("sinusoidal"), Error);
+  BOOST_CHECK_THROW(segment_position_from_name("no_such_scheme"), Error);
+  // A registered absolute scheme has no place inside the LM's attention.
+  BOOST_CHECK_THROW(CharTransformer(small_config("sinusoidal", false), gen), Error);
   CharTransformerConfig d = small_config("rope", false);
   d.attention.width = 18;
   d.attention.heads = 3;  // head width 6, fine for rope; 18 % 4 != 0 elsewhere
@@ -447,7 +473,7 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_errors) {
 
 BOOST_AUTO_TEST_CASE(computed_pairs_counts_the_path_that_runs) {
   CharTransformerConfig fused = small_config("key_pe", false, 64), reference = fused;
-  reference.attention.fused = false;
+  reference.attention.path = AttentionPath::Reference;
   Generator g1(5), g2(5);
   CharTransformer a(fused, g1), b(reference, g2);
   set_spans(a, {{0.1, 0.3}, {0.0, 0.05}});

@@ -3,7 +3,7 @@
 // sequences and 2-D grids, with padded batches, causal masks and sizes that fill no block; in
 // float64 (tight) and float32 (tolerance 2e-4 on values of order 1). Also a gradcheck through
 // the fused op with every table, Auto's choice, the lazily computed probabilities, and the
-// refusals (a hook without a table description, two probability masks); q holding only the last
+// refusals (the escape hatch of ape_tree's decay, two probability masks); q holding only the last
 // Nq of the N tokens (a segment over [cache; segment]) against the last rows of the full call,
 // and gradcheck there.
 #include <boost/test/data/test_case.hpp>
@@ -159,10 +159,10 @@ BOOST_AUTO_TEST_CASE(fused_probabilities_match_reference) {
       Tensor x = normal({2, 9, D}, 0, 1, gen, kFloat64);
       mha->set_path(AttentionPath::Reference);
       mha->forward(Variable(x), {}, &pos);
-      const Tensor ref = mha->last_dense_probs();
+      const Tensor ref = mha->last_probs();
       mha->set_path(AttentionPath::Fused);
       mha->forward(Variable(x), {}, &pos);
-      const Tensor fused = mha->last_dense_probs();
+      const Tensor fused = mha->last_probs();
       BOOST_TEST(max_abs_diff(ref, fused) < 1e-12, c.label << " D=" << D);
       BOOST_TEST((mha->last_probs().shape() == Shape{2, 2, 9, 9}));
     }
@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
     Generator gen(11);
     const Positions pos = positions_of(structure);
     const int64_t B = 2, H = 2, N = pos.tokens(), R = pos.relative_size();
-    FusedAttentionSpec spec;
+    AttentionSpec spec;
     spec.positions = pos;
     spec.scale = 0.6;
     OffsetBox box = OffsetBox::full(pos);
@@ -191,7 +191,7 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
                                   uniform({R}, 0.5, 1.5, gen, kFloat64), uniform({H, R}, 0.5, 1.5, gen, kFloat64),
                                   uniform({H, R}, 0.1, 1.0, gen, kFloat64)};
     auto fn = [&](const std::vector<Variable>& v) {
-      FusedTerms terms;
+      AttentionTerms terms;
       terms.key_bias = v[3];
       terms.query_table = v[4];
       terms.bias = v[5];
@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
 BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
   Generator gen(13);
   const int64_t B = 2, H = 2, N = 9, Nq = 4, Dh = 3, R = 2 * N - 1;
-  FusedAttentionSpec spec;
+  AttentionSpec spec;
   spec.positions = Positions::sequence(N);
   spec.scale = 0.6;
   spec.box = OffsetBox{{-5}, {-1}};  // the 5 keys before each query
@@ -220,7 +220,7 @@ BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
                                 normal({H, R, Dh}, 0, 0.5, gen, kFloat64), normal({H, R}, 0, 1, gen, kFloat64),
                                 uniform({H, R}, 0.1, 1.0, gen, kFloat64)};
   auto call = [&](const std::vector<Variable>& v, const Variable& q) {
-    FusedTerms terms;
+    AttentionTerms terms;
     terms.key_bias = v[3];
     terms.query_table = v[4];
     terms.bias = v[5];
@@ -246,7 +246,7 @@ BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
   BOOST_TEST(r.ok, "fused gradcheck with the last queries: " << r.message);
   // More queries than keys is an error naming the shapes.
   BOOST_CHECK_THROW(posgrad::fused_attention(Variable(normal({B, H, N + 1, Dh}, 0, 1, gen, kFloat64)),
-                                             Variable(inputs[1]), Variable(inputs[2]), FusedTerms{}, spec),
+                                             Variable(inputs[1]), Variable(inputs[2]), AttentionTerms{}, spec),
                     Error);
 }
 
@@ -258,11 +258,11 @@ BOOST_AUTO_TEST_CASE(fused_path_refuses_what_it_cannot_describe) {
   const Positions heap = Positions::tree(Tensor::from_vector(std::vector<int64_t>{1, 2, 3, 4}, {4}));
   Tensor x = normal({1, 4, 8}, 0, 1, gen);
   tree.set_path(AttentionPath::Fused);
-  posgrad::test::check_error([&] { tree.forward(Variable(x), {}, &heap); }, {"ape_tree", "fused path", "tree decay"});
-  tree.set_path(AttentionPath::Auto);  // Auto falls back to the reference pipeline
+  posgrad::test::check_error([&] { tree.forward(Variable(x), {}, &heap); }, {"ape_tree", "fused attention path cannot run", "not a table over the relative grid"});
+  tree.set_path(AttentionPath::Auto);  // Auto takes the reference path
   tree.forward(Variable(x), {}, &heap);
   BOOST_TEST(!tree.last_forward_fused());
-  // Two probability masks cannot be one table.
+  // Two probability masks cannot be one table (on either path).
   const FusedCase two{"two masks", {{"adaptive_span", {{"max_span", "3"}}}, {"adaptive_span", {{"max_span", "3"}}}}, {4}, false};
   auto mha = make_layer(two, 8, 2, gen);
   mha->set_path(AttentionPath::Fused);

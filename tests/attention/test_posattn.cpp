@@ -2,7 +2,7 @@
 // formula (adaptive_span.md section 5): the reference numbers (initial spans, the 5-token mask,
 // the index map, G*, init bounds, parameter counts), each scheme's score formula written out by
 // hand, shift invariance of the relative schemes, gradchecks through MultiHeadAttention on the
-// reference and the fast path, reference-vs-fast agreement, sigma -> 0, and the errors.
+// reference and the fused path, reference-vs-fused agreement, sigma -> 0, and the errors.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -15,11 +15,16 @@
 #include "attention/spans/gaussian_span.h"
 #include "nn/siren.h"
 #include "posgrad.h"
+#include "tests/attention_pairs.h"
 #include "tests/module_gradcheck.h"
 #include "tests/test_support.h"
 
 using namespace posgrad;
 using posgrad::test::check_error;
+using posgrad::test::on_pairs;
+using posgrad::test::positional_on_pairs;
+using posgrad::test::content_bias_on_pairs;
+using posgrad::test::logits_on_pairs;
 using posgrad::test::check_module_gradients;
 
 namespace {
@@ -78,10 +83,9 @@ BOOST_AUTO_TEST_CASE(initial_spans_match_the_spec) {
   BOOST_TEST((box->lo == std::vector<int64_t>{-20, -20}));
   BOOST_TEST((box->hi == std::vector<int64_t>{20, 20}));
   // The classification token (index 1023) sees keys 364..1023 in 1-D.
-  ScoreLayout layout = ScoreLayout::dense(Positions::sequence(1024), one->key_range(Positions::sequence(1024)));
-  Tensor row = layout.blocked(kFloat32).select(0, 1023);
-  BOOST_TEST(row.at<float>({363}) == 1.0f);
-  BOOST_TEST(row.at<float>({364}) == 0.0f);
+  const OffsetBox one_box = *one->key_range(Positions::sequence(1024));
+  BOOST_TEST(!one_box.contains({363 - 1023}));
+  BOOST_TEST(one_box.contains({364 - 1023}));
   // Full coverage needs sigma >= 1 / 2.146 = 0.466; no threshold means the full grid.
   auto wide = std::dynamic_pointer_cast<GaussianSpan>(hook("gaussian_span", context(64, 8, {1024}), {{"sigma", "0.47"}}));
   BOOST_TEST(wide->span_sizes()[0] == 2047);
@@ -93,14 +97,16 @@ BOOST_AUTO_TEST_CASE(initial_spans_match_the_spec) {
 BOOST_AUTO_TEST_CASE(five_token_mask_example) {
   // N 5, span size 3: half ceil(2.146 * 0.1 * 4) = ceil(0.858) = 1.
   auto span = hook("gaussian_span", context(8, 2, {5}), {{"sigma", "0.1"}});
-  ScoreLayout layout = ScoreLayout::dense(Positions::sequence(5), span->key_range(Positions::sequence(5)));
-  Tensor allowed = sub(Tensor::ones({5, 5}), layout.blocked(kFloat32));
+  const OffsetBox box = *span->key_range(Positions::sequence(5));
+  std::vector<float> allowed;
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 5; ++j) allowed.push_back(box.contains({j - i}) ? 1.0f : 0.0f);
   const std::vector<float> rows{1, 1, 0, 0, 0,  //
                                 1, 1, 1, 0, 0,  //
                                 0, 1, 1, 1, 0,  //
                                 0, 0, 1, 1, 1,  //
                                 0, 0, 0, 1, 1};
-  BOOST_TEST(allowed.to_vector<float>() == rows, boost::test_tools::per_element());
+  BOOST_TEST(allowed == rows, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(gaussian_values_on_the_dense_layout) {
@@ -109,8 +115,7 @@ BOOST_AUTO_TEST_CASE(gaussian_values_on_the_dense_layout) {
   auto span = std::dynamic_pointer_cast<GaussianSpan>(hook("gaussian_span", context(8, 2, {N})));
   span->to(kFloat64);
   Positions pos = Positions::sequence(N);
-  ScoreLayout layout = ScoreLayout::dense(pos, std::nullopt);
-  Tensor g = layout.gather_relative(span->gaussian(pos, kFloat64)).value();  // [N, N]
+  Tensor g = on_pairs(span->gaussian(pos, kFloat64), pos);  // [N, N]
   const double sigma = static_cast<double>(0.3f);
   double worst = 0;
   for (int64_t i = 0; i < N; ++i)
@@ -125,28 +130,29 @@ BOOST_AUTO_TEST_CASE(gaussian_values_on_the_dense_layout) {
   Variable sigma2 = two->sigma();
   sigma2.mutable_value().copy_(Tensor::from_vector(std::vector<float>{0.5f, 0.25f}, {2}));
   Positions grid = Positions::grid({3, 4});
-  Tensor g2 = ScoreLayout::dense(grid, std::nullopt).gather_relative(two->gaussian(grid, kFloat32)).value();
+  Tensor g2 = on_pairs(two->gaussian(grid, kFloat32), grid);
   // query (0, 0) = token 0, key (2, 1) = token 9: x = (1, 1/3).
   const double expect = std::exp(-0.5 * (1.0 / 0.25 + (1.0 / 9.0) / 0.0625));
   BOOST_TEST(std::abs(g2.at<float>({0, 9}) - expect) < 1e-6);
 }
 
-BOOST_AUTO_TEST_CASE(modulate_multiplies_logits_not_probabilities) {
-  // all_logits multiplies content and positional terms; positional_logits only the latter.
+BOOST_AUTO_TEST_CASE(the_gaussian_multiplies_all_logits_or_only_the_positional_ones) {
+  // all_logits: a modulation table (content and positional terms); positional_logits: a
+  // positional_modulation table (attention_terms.h applies both before the softmax).
   Positions pos = Positions::sequence(4);
-  ScoreLayout layout = ScoreLayout::dense(pos, std::nullopt);
-  Tensor c = Tensor::full({1, 1, 4, 4}, 2.0, kFloat64), p = Tensor::full({1, 1, 4, 4}, 3.0, kFloat64);
   auto all = std::dynamic_pointer_cast<GaussianSpan>(hook("gaussian_span", context(4, 1, {4})));
   all->to(kFloat64);
-  Tensor g = layout.gather_relative(all->gaussian(pos, kFloat64)).value();
-  Logits a = all->modulate(Logits{Variable(c), Variable(p)}, layout);
-  BOOST_TEST(max_abs_diff(a.content.value(), mul(c, g)) < 1e-15);
-  BOOST_TEST(max_abs_diff(a.positional.value(), mul(p, g)) < 1e-15);
+  const Tensor g = all->gaussian(pos, kFloat64).value();
+  const AttentionTerms a = all->attention_terms(pos, kFloat64);
+  BOOST_REQUIRE(a.modulation.defined());
+  BOOST_TEST(!a.positional_modulation.defined());
+  BOOST_TEST(max_abs_diff(a.modulation.value(), g) == 0.0);
   auto pos_only = hook("gaussian_span", context(4, 1, {4}), {{"multiply", "positional_logits"}});
   pos_only->to(kFloat64);
-  Logits b = pos_only->modulate(Logits{Variable(c), Variable(p)}, layout);
-  BOOST_TEST(max_abs_diff(b.content.value(), c) == 0.0);
-  BOOST_TEST(max_abs_diff(b.positional.value(), mul(p, g)) < 1e-15);
+  const AttentionTerms b = pos_only->attention_terms(pos, kFloat64);
+  BOOST_TEST(!b.modulation.defined());
+  BOOST_REQUIRE(b.positional_modulation.defined());
+  BOOST_TEST(max_abs_diff(b.positional_modulation.value(), g) == 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(sigma_towards_zero_never_gives_nan) {
@@ -156,7 +162,7 @@ BOOST_AUTO_TEST_CASE(sigma_towards_zero_never_gives_nan) {
     auto span = hook("gaussian_span", context(8, 2, {3, 4}), {{"sigma", fmt::format("{}", s)}});
     auto siren = hook("siren", context(8, 2, {3, 4}));
     MultiHeadAttention mha(8, 2, gen, {siren, span});
-    for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fast}) {
+    for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fused}) {
       mha.set_path(path);
       mha.zero_grad();
       Variable x(normal({2, 12, 8}, 0, 1, gen), true);
@@ -229,8 +235,8 @@ BOOST_AUTO_TEST_CASE(siren_scores_follow_formula_1_and_the_index_map) {
     h->to(kFloat64);
     Generator gen(9);
     Tensor q = normal({2, H, N, Dh}, 0, 1, gen, kFloat64), k = normal({2, H, N, Dh}, 0, 1, gen, kFloat64);
-    ScoreLayout layout = ScoreLayout::dense(pos, std::nullopt);
-    Logits t = h->score_terms(Variable(q), Variable(k), layout);
+    const AttentionTerms terms = h->attention_terms(pos, kFloat64);
+    const Tensor positional = positional_on_pairs(terms, q, pos), content = content_bias_on_pairs(terms, k);
     Tensor E = h->encode(pos, kFloat64).value();  // [R, D]
     BOOST_TEST(E.size(0) == pos.relative_size());
     const Tensor u = h->u().value(), v = h->v().value();
@@ -253,9 +259,8 @@ BOOST_AUTO_TEST_CASE(siren_scores_follow_formula_1_and_the_index_map) {
             }
             p /= std::sqrt(double(Dh));
             c /= std::sqrt(double(Dh));
-            Tensor content = t.content.value();  // [1|B, H, 1, N]
             const int64_t cb = content.size(0) == 1 ? 0 : b, ci = content.size(2) == 1 ? 0 : i;
-            worst_pos = std::max(worst_pos, std::abs(t.positional.value().at<double>({b, hh, i, j}) - p));
+            worst_pos = std::max(worst_pos, std::abs(positional.at<double>({b, hh, i, j}) - p));
             worst_content = std::max(worst_content, std::abs(content.at<double>({cb, hh, ci, j}) - c));
           }
     BOOST_TEST(worst_pos < 1e-12);
@@ -310,8 +315,7 @@ BOOST_AUTO_TEST_CASE(transformer_xl_standard_score) {
     Generator gen(2);
     Tensor q = normal({1, H, N, Dh}, 0, 1, gen, kFloat64), k = normal({1, H, N, Dh}, 0, 1, gen, kFloat64);
     Positions pos = Positions::sequence(N);
-    Logits t = h->score_terms(Variable(q), Variable(k), ScoreLayout::dense(pos, std::nullopt));
-    Tensor total = add(t.total().value(), mul_scalar(matmul(q, k.transpose(-1, -2)), 1.0 / std::sqrt(2.0)));
+    Tensor total = logits_on_pairs(h->attention_terms(pos, kFloat64), q, k, pos, 1.0 / std::sqrt(2.0));
     Tensor R = txl_sinusoids(N, D, kFloat64), W = h->w_kr().weight().value();
     Tensor u = h->u().value(), v = h->v().value();
     double worst = 0;
@@ -367,13 +371,9 @@ BOOST_AUTO_TEST_CASE(relative_scores_are_shift_invariant) {
       q2.narrow(2, flat, 1).copy_(q.narrow(2, t, 1));
       k2.narrow(2, flat, 1).copy_(k.narrow(2, t, 1));
     }
-    ScoreLayout layout = ScoreLayout::dense(c.pos, std::nullopt);
+    const AttentionTerms terms = combine_attention_terms({scheme, span}, c.pos, kFloat64);
     auto scores = [&](const Tensor& qq, const Tensor& kk) {
-      Logits l{Variable(mul_scalar(matmul(qq, kk.transpose(-1, -2)), 1.0 / std::sqrt(double(Dh)))), Variable()};
-      Logits t = scheme->score_terms(Variable(qq), Variable(kk), layout);
-      l.content = l.content + t.content;
-      l.positional = t.positional;
-      return span->modulate(l, layout).total().value();
+      return logits_on_pairs(terms, qq, kk, c.pos, 1.0 / std::sqrt(double(Dh)));
     };
     Tensor a = scores(q, k), b = scores(q2, k2);
     double worst = 0;
@@ -440,7 +440,7 @@ BOOST_AUTO_TEST_SUITE(posattn_gradients)
 
 BOOST_AUTO_TEST_CASE(gradcheck_every_scheme_through_attention) {
   // float64, H 2, Dh 3: every parameter (q/k/v/out, SIREN weights, u, v, W_kR, proj, sigma) and
-  // the input, on the reference path and (where the span has a box) the fast path.
+  // the input, on the reference and the fused path.
   struct Case {
     std::string scheme;
     Positions pos;
@@ -456,10 +456,9 @@ BOOST_AUTO_TEST_CASE(gradcheck_every_scheme_through_attention) {
       {"transformer_xl", Positions::sequence(5), true, "all_logits"},
   };
   for (const Case& c : cases)
-    for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fast}) {
-      if (!c.span && path == AttentionPath::Fast) continue;
-      BOOST_TEST_MESSAGE(c.scheme << " on " << c.pos.describe() << (c.span ? " + span " + c.multiply : "")
-                                  << (path == AttentionPath::Fast ? " (fast)" : " (reference)"));
+    for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fused}) {
+      BOOST_TEST_MESSAGE(c.scheme << " on " << c.pos.describe() << (c.span ? " + span " + c.multiply : "") << " ("
+                                  << attention_path_name(path) << ")");
       Generator gen(11);
       const HookContext ctx = context(6, 2, c.pos.structure());
       // A narrow SIREN / sinusoid (hidden 8) keeps the number of perturbed parameters small.
@@ -472,13 +471,12 @@ BOOST_AUTO_TEST_CASE(gradcheck_every_scheme_through_attention) {
         hooks.push_back(make_hook(HookSpec{"gaussian_span", HookOptions({{"multiply", c.multiply}})}, ctx, gen));
       MultiHeadAttention mha(6, 2, gen, hooks);
       mha.set_path(path);
-      if (c.span && path == AttentionPath::Fast) BOOST_TEST(mha.layout_for(c.pos, false).is_window());
       check_module_gradients(mha, normal({2, c.pos.tokens(), 6}, 0, 1, gen),
                              [&](const Variable& x) { return mha.forward(x, {}, &c.pos); });
     }
 }
 
-BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree_float32) {
+BOOST_AUTO_TEST_CASE(reference_and_fused_paths_agree_float32) {
   // SIREN + Gaussian span with a threshold box: 1-D and 2-D, forward and every gradient.
   for (const Positions& pos : {Positions::sequence(40), Positions::grid({9, 7})}) {
     Generator gen(12);
@@ -500,15 +498,15 @@ BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree_float32) {
       return r;
     };
     auto ref = run(AttentionPath::Reference);
-    BOOST_TEST(!mha.layout_for(pos, false).is_window());
-    auto fast = run(AttentionPath::Fast);
-    BOOST_TEST(mha.layout_for(pos, false).is_window());
-    BOOST_TEST(mha.layout_for(pos, false).slots() < N);
+    BOOST_TEST(!mha.last_forward_fused());
+    auto fast = run(AttentionPath::Fused);
+    BOOST_TEST(mha.last_forward_fused());
+    BOOST_TEST(mha.last_computed_share(pos) < 1.0);
     auto names = mha.named_parameters();
     for (size_t i = 0; i < ref.size(); ++i) {
       const std::string what = i == 0 ? "output" : i == 1 ? "dx" : "grad " + names[i - 2].first;
       const double scale = std::max(1.0, max_abs(ref[i]));
-      BOOST_TEST_MESSAGE(pos.describe() << " " << what << ": reference vs fast max |diff| " << max_abs_diff(ref[i], fast[i]));
+      BOOST_TEST_MESSAGE(pos.describe() << " " << what << ": reference vs fused max |diff| " << max_abs_diff(ref[i], fast[i]));
       BOOST_TEST(max_abs_diff(ref[i], fast[i]) < 2e-5 * scale, pos.describe() << " " << what << " differs by "
                                                                              << max_abs_diff(ref[i], fast[i]));
     }
@@ -592,8 +590,9 @@ BOOST_AUTO_TEST_CASE(forward_shapes_pooling_and_structure) {
       BOOST_TEST((logits.shape() == Shape{2, 10}));
       // [B, N, C] gives the same tokens and (dims 1, or dims 2 with the configured structure) the same positions.
       BOOST_TEST(max_abs_diff(model.forward(Variable(images.reshape({2, 30, 3}))).value(), logits) < 1e-6);
-      // Same logits on the fast path (the span box: half ceil(2.146 * 0.3 * 29) = 19 of 29 in 1-D).
-      model.set_path(AttentionPath::Fast);
+      // Same logits on the reference path (Auto ran the fused one; the span box: half
+      // ceil(2.146 * 0.3 * 29) = 19 of 29 in 1-D).
+      model.set_path(AttentionPath::Reference);
       BOOST_TEST(max_abs_diff(model.forward(Variable(images)).value(), logits) < 1e-5);
       BOOST_TEST(model.positions_for({6, 5}).dims() == dims);
       const auto lines = model.hook_summaries();

@@ -68,7 +68,8 @@ const char* kGoldenFiles[] = {"posattn_siren1d_span.safetensors", "posattn_siren
                               "posattn_sinusoidal.safetensors", "posattn_learned_absolute.safetensors"};
 
 // Loads the golden weights into PosattnClassifier, runs it on `device` and compares everything
-// (values come back to the CPU for the comparison). The GPU has only the reference path.
+// (values come back to the CPU for the comparison), on the reference and the fused path (the GPU has
+// only the reference path).
 void check_golden_posattn(const std::string& file, Device device) {
   const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/" + file);
   const auto cfg_json = nlohmann::json::parse(golden.metadata.at("config"));
@@ -86,14 +87,13 @@ void check_golden_posattn(const std::string& file, Device device) {
   const Tolerance f64_grad = device.is_cpu() ? Tolerance{1e-13, 1e-11} : Tolerance{1e-10, 1e-7};
   const Run runs[] = {
       {AttentionPath::Reference, kFloat64, f64, f64_grad, f64},
-      {AttentionPath::Fast, kFloat64, f64, f64_grad, f64},
+      {AttentionPath::Fused, kFloat64, f64, f64_grad, f64},
       {AttentionPath::Reference, kFloat32, {2e-5, 1e-4}, {2e-5, 2e-3}, {1e-5, 1e-4}},
-      {AttentionPath::Fast, kFloat32, {2e-5, 1e-4}, {2e-5, 2e-3}, {1e-5, 1e-4}},
+      {AttentionPath::Fused, kFloat32, {2e-5, 1e-4}, {2e-5, 2e-3}, {1e-5, 1e-4}},
   };
   for (const Run& run : runs) {
-    if (run.path == AttentionPath::Fast && !cfg.span) continue;  // no box: the fast path is the dense one
-    if (run.path == AttentionPath::Fast && !device.is_cpu()) continue;  // the window layout is CPU code
-    BOOST_TEST_MESSAGE(file << " on " << device.str() << (run.path == AttentionPath::Fast ? ", fast" : ", reference")
+    if (run.path == AttentionPath::Fused && !device.is_cpu()) continue;  // the fused op is CPU code
+    BOOST_TEST_MESSAGE(file << " on " << device.str() << ", " << attention_path_name(run.path)
                             << " path, " << (run.dtype == kFloat64 ? "float64" : "float32"));
     Generator gen(5);
     PosattnClassifier model(cfg, gen);

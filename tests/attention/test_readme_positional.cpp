@@ -19,5 +19,5 @@ BOOST_AUTO_TEST_CASE(readme_positional_example_runs) {
   BOOST_TEST((out.value().shape() == Shape{2, 1024, 64}));
   BOOST_TEST(std::isfinite(sum(out.value()).item()));
   // The span box at init is 41 x 41 (posattn spec section 12).
-  BOOST_TEST(attention.layout_for(grid, false).box()->volume() == 41 * 41);
+  BOOST_TEST(attention.key_box(grid, false)->volume() == 41 * 41);
 }

@@ -1,7 +1,7 @@
 // The baseline positional schemes (sinusoidal, learned_absolute, rope, shaw, alibi): gradients
 // through MultiHeadAttention for every parameter and the input (absolute schemes added to its
 // input, as models do; attention itself refuses them), the reference path against the
-// fast (window) path under a causal mask, invariance of the relative schemes to a shift of all
+// fused path under a causal mask, invariance of the relative schemes to a shift of all
 // positions, RoPE's closed form and norms, the absolute tables and their limits, option errors,
 // and the PyTorch golden files of tools/golden_schemes.py.
 #include <boost/test/data/test_case.hpp>
@@ -21,6 +21,7 @@
 #include "nn/safetensors.h"
 #include "posgrad.h"
 #include "tests/module_gradcheck.h"
+#include "tests/attention_pairs.h"
 #include "tests/attention_paths.h"
 #include "tests/golden_compare.h"
 #include "tests/test_support.h"
@@ -32,6 +33,7 @@ using posgrad::test::PathRun;
 using posgrad::test::run_path;
 using posgrad::test::check_error;
 using posgrad::test::check_module_gradients;
+using posgrad::test::positional_on_pairs;
 namespace bdata = boost::unit_test::data;
 
 namespace {
@@ -121,14 +123,13 @@ BOOST_DATA_TEST_CASE(gradcheck_through_attention, bdata::make(kCases), c) {
   check_module_gradients(layer, x, [&](const Variable& xv) { return layer.run(xv, pos, false); });
 }
 
-BOOST_DATA_TEST_CASE(gradcheck_causal_fast_path, bdata::make(kRelativeCases), c) {
+BOOST_DATA_TEST_CASE(gradcheck_causal_fused_path, bdata::make(kRelativeCases), c) {
   Generator gen(12);
   const int64_t D = 8, H = 2, N = 5;
   auto hook = build(c.name, c.options, D, H, {N}, gen);
   MultiHeadAttention mha(D, H, gen, {hook});
-  mha.set_path(AttentionPath::Fast);
+  mha.set_path(AttentionPath::Fused);
   const Positions pos = Positions::sequence(N);
-  BOOST_TEST(mha.layout_for(pos, true).is_window());
   Tensor x = normal({2, N, D}, 0, 1, gen, kFloat64);
   check_module_gradients(mha, x, [&](const Variable& xv) { return run_layer(mha, xv, pos, true); });
 }
@@ -150,9 +151,9 @@ BOOST_AUTO_TEST_CASE(gradcheck_grid_extensions) {
   }
 }
 
-// ---------------------------------------------------------------------------- reference vs fast
+// ---------------------------------------------------------------------------- reference vs fused
 
-BOOST_DATA_TEST_CASE(reference_and_fast_paths_agree_with_causal_mask, bdata::make(kRelativeCases), c) {
+BOOST_DATA_TEST_CASE(reference_and_fused_paths_agree_with_causal_mask, bdata::make(kRelativeCases), c) {
   for (const DType dtype : {kFloat64, kFloat32}) {
     Generator gen(21);
     const int64_t D = 8, H = 2, N = 9;
@@ -163,9 +164,9 @@ BOOST_DATA_TEST_CASE(reference_and_fast_paths_agree_with_causal_mask, bdata::mak
     Tensor x = normal({2, N, D}, 0, 1, gen, dtype), w = normal({2, N, D}, 0, 1, gen, dtype);
     auto forward = [&](const Variable& xv) { return run_layer(mha, xv, pos, true); };
     PathRun ref = run_path(mha, AttentionPath::Reference, x, w, forward);
-    BOOST_TEST(!mha.layout_for(pos, true).is_window());
-    PathRun fast = run_path(mha, AttentionPath::Fast, x, w, forward);
-    BOOST_TEST(mha.layout_for(pos, true).is_window());
+    BOOST_TEST(!mha.last_forward_fused());
+    PathRun fast = run_path(mha, AttentionPath::Fused, x, w, forward);
+    BOOST_TEST(mha.last_forward_fused());
     const double tol = dtype == kFloat64 ? 1e-12 : 1e-4;
     BOOST_TEST_MESSAGE(c.label << " " << dtype_name(dtype) << ": output max |ref - fast| " << max_abs_diff(ref.out, fast.out));
     check_runs_agree(mha, ref, fast, tol);
@@ -204,10 +205,9 @@ BOOST_AUTO_TEST_CASE(relative_schemes_are_shift_invariant) {
                                            : std::map<std::string, std::string>{},
                       D, H, {L}, gen);
     hook->to(kFloat64);
-    const ScoreLayout short_layout = ScoreLayout::dense(Positions::sequence(N), std::nullopt);
-    const ScoreLayout long_layout = ScoreLayout::dense(Positions::sequence(L), std::nullopt);
-    Tensor s_short = hook->score_terms(Variable(q), Variable(k), short_layout).positional.value();
-    Tensor s_long = hook->score_terms(Variable(q_long), Variable(k_long), long_layout).positional.value();
+    const Positions short_pos = Positions::sequence(N), long_pos = Positions::sequence(L);
+    Tensor s_short = positional_on_pairs(hook->attention_terms(short_pos, kFloat64), q, short_pos);
+    Tensor s_long = positional_on_pairs(hook->attention_terms(long_pos, kFloat64), q_long, long_pos);
     s_short = s_short.expand({1, H, N, N}).contiguous();
     s_long = s_long.expand({1, H, L, L}).contiguous();
     const double diff = max_abs_diff(s_short, tail(s_long));
@@ -385,11 +385,11 @@ BOOST_AUTO_TEST_CASE(shaw_clips_offsets_into_its_table) {
   const auto rows = shaw.clipped_rows(Positions::sequence(5)).to_vector<int64_t>();  // offsets -4..4
   BOOST_TEST(rows == (std::vector<int64_t>{0, 0, 0, 1, 2, 3, 4, 4, 4}), boost::test_tools::per_element());
   BOOST_TEST(shaw.r().shape() == (Shape{5, 4}));
-  // The table over the grid is shared by the heads; q_i . r[clip(j - i)] on the dense layout.
+  // The table over the grid is shared by the heads; q_i . r[clip(j - i)] on every pair.
   shaw.to(kFloat64);
   Tensor q = normal({1, 2, 5, 4}, 0, 1, gen, kFloat64);
-  Tensor s = shaw.score_terms(Variable(q), Variable(q), ScoreLayout::dense(Positions::sequence(5), std::nullopt))
-                 .positional.value();
+  const Positions five = Positions::sequence(5);
+  Tensor s = positional_on_pairs(shaw.attention_terms(five, kFloat64), q, five);
   Tensor r = shaw.r().value();
   double worst = 0;
   for (int64_t h = 0; h < 2; ++h)
@@ -430,9 +430,9 @@ BOOST_AUTO_TEST_CASE(bad_options_and_positions_are_clear_errors) {
   Variable qv(q), kv(q);
   check_error([&] { rope->rotate(qv, kv, tree); }, {"rope", "sequence or grid positions"});
   auto shaw = build("shaw", {}, 8, 2, {4}, gen);
-  check_error([&] { shaw->score_terms(qv, kv, ScoreLayout::dense(tree, std::nullopt)); }, {"shaw", "sequence or grid"});
+  check_error([&] { shaw->attention_terms(tree, kFloat32); }, {"shaw", "sequence or grid"});
   auto alibi = build("alibi", {}, 8, 2, {4}, gen);
-  check_error([&] { alibi->score_terms(qv, kv, ScoreLayout::dense(tree, std::nullopt)); }, {"alibi", "sequence or grid"});
+  check_error([&] { alibi->attention_terms(tree, kFloat32); }, {"alibi", "sequence or grid"});
   // A 1-D Shaw table used on a grid.
   check_error([&] { std::dynamic_pointer_cast<ShawRelative>(shaw)->clipped_rows(Positions::grid({2, 2})); },
               {"shaw", "1-D"});
@@ -487,12 +487,10 @@ BOOST_DATA_TEST_CASE(scheme_matches_pytorch, bdata::make(kGoldenSchemes), file) 
 
   BOOST_TEST_MESSAGE("schemes_" << file << " (" << scheme << ", causal " << causal << ")");
   double worst = 0.0;
-  for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fast}) {
+  for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fused}) {
     auto layer = make_layer();
     layer->attn().set_path(path);
-    const bool window = layer->attn().layout_for(pos, causal).is_window();
-    if (path == AttentionPath::Fast && !window) continue;  // no key range: Fast is the dense path again
-    BOOST_TEST_MESSAGE(" path " << (window ? "fast (window)" : "reference (dense)"));
+    BOOST_TEST_MESSAGE(" path " << attention_path_name(path));
     Variable xv(x, true), out;
     Variable loss = loss_of(*layer, xv, &out);
     loss.backward();

@@ -4,7 +4,7 @@
 // ends of its clamp, c = 0 and c = 1 (finite; the gradient of c is S / ramp per key on the closed
 // ramp and exactly 0 when the whole span is saturated), and empty batches (B = 0) and single
 // tokens (N = 1) through MultiHeadAttention, a transformer block and a TransformerClassifier
-// with its loss, on the reference and the fast (window) path. Never a crash, never a NaN.
+// with its loss, on the reference and the fused path. Never a crash, never a NaN.
 //
 // Deliberately not here: the spans' ordinary values and the path agreement of ordinary inputs
 // (test_posattn.cpp, test_adaptive_span.cpp, test_attention_pipeline.cpp).
@@ -59,8 +59,8 @@ Tensor forward_backward(Module& module, Forward forward, const Shape& x_shape, u
   return out.value();
 }
 
-const std::vector<AttentionPath> kPaths = {AttentionPath::Reference, AttentionPath::Fast};
-const char* path_name(AttentionPath p) { return p == AttentionPath::Reference ? "reference" : "fast"; }
+const std::vector<AttentionPath> kPaths = {AttentionPath::Reference, AttentionPath::Fused};
+std::string path_name(AttentionPath p) { return attention_path_name(p); }
 
 }  // namespace
 
@@ -170,7 +170,7 @@ BOOST_AUTO_TEST_CASE(adaptive_span_through_attention_at_both_clamp_ends) {
 BOOST_AUTO_TEST_CASE(empty_batch_and_single_token_through_attention) {
   // B = 0 gives an empty [0, N, D] output (no error, no NaN), N = 1 a finite one; with a
   // causal mask, and with the span hooks (gaussian: a 1x1 box; adaptive: the single token has no
-  // key at all, and every path gives it zero attention: the fast path used to refuse it).
+  // key at all, and every path gives it zero attention).
   const int64_t D = 8, H = 2;
   struct Case {
     const char* name;

@@ -1,5 +1,5 @@
 // Tests of the tutorial scheme t5_bias (docs/tutorial-new-scheme.md walks through this file):
-// bucket facts, gradients, relative invariance, reference vs fast path, and the PyTorch golden
+// bucket facts, gradients, relative invariance, reference vs fused path, and the PyTorch golden
 // file of tools/golden_t5_bias.py.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(gradcheck_of_bias_table_and_input) {
   check_module_gradients(mha, normal({2, 9, 8}, 0, 1, gen), [&](const Variable& x) { return mha.forward(x, {}, &pos); });
 }
 
-BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree) {
+BOOST_AUTO_TEST_CASE(reference_and_fused_paths_agree) {
   Generator gen(3);
   MultiHeadAttention mha(8, 2, gen, {t5(2, 8, 10, gen)});
   const Positions pos = Positions::sequence(20);
@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(reference_and_fast_paths_agree) {
   AttentionMasks causal;
   causal.causal = true;
   std::vector<Tensor> outs, grads;
-  for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fast}) {
+  for (AttentionPath path : {AttentionPath::Reference, AttentionPath::Fused}) {
     mha.set_path(path);
     mha.zero_grad();
     Variable xv(x, true);

@@ -58,6 +58,8 @@ NOT_RUN=(
   "nice -n 19 scripts/fuzz.sh*|a clang build and hours of fuzzing; the fuzz_replay_* tests replay every committed input"
   "nice -n 10 scripts/fuzz.sh*|a clang build and minutes of fuzzing; the fuzz_replay_* tests replay every committed input"
   "build-fuzz/bin/*|the clang fuzz build of scripts/fuzz.sh; the fuzz_replay_* tests run the same harnesses"
+  "mpirun *|launches several ranks (and needs --allow-run-as-root in a root container); the distributed_mpi test and test_apps' data_parallel_apps suite run the suite and the apps under mpirun -np 2"
+  "bench/data_parallel.sh*|minutes of training per layout (1 process x 2 threads against 2 ranks); the data_parallel_apps suite runs the same apps under mpirun"
   ".ci/run|CI itself: scripts/test.sh (this test) and then scripts/test_sanitized.sh"
   "scripts/test_sanitized.sh*|the sanitizer build and every test under ASan+UBSan: CI's second stage"
   "build-asan/bin/*|a program of the sanitizer build of scripts/test_sanitized.sh (CI's second stage)"

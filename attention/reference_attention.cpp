@@ -1,0 +1,123 @@
+// reference_attention (see reference_attention.h).
+// Shapes: letters of shape_legend.h.
+#include "attention/reference_attention.h"
+
+#include <limits>
+
+#include "attention/scaled_dot_product.h"
+#include "autograd/functions.h"
+#include "nn/dropout.h"
+
+namespace posgrad {
+
+namespace {
+
+// A table on the scores' device: built by a hook on the CPU from constants (alibi, t5_bias) it is
+// moved there; one built from parameters is already there (a differentiable move does not exist).
+Variable on_device(const Variable& t, Device device) {
+  if (!t.defined() || t.value().device() == device) return t;
+  if (t.requires_grad())
+    fail("reference attention: a table with gradient is on {} but the scores are on {}; move the hook with to()",
+         t.value().device().str(), device.str());
+  return Variable(t.value().to(device));
+}
+
+// int64 [Nq * N]: relative entry of (key j - query i) for the last Nq queries; `row_major` adds
+// i * R, the element of a row-major [Nq, R] table that query i reads for key j.
+Tensor relative_rows(const Positions& pos, int64_t Nq, bool row_major) {
+  const int64_t N = pos.tokens(), first = N - Nq;
+  const Tensor& full = row_major ? pos.dense_row_relative_index() : pos.dense_relative_index();  // [N, N]
+  if (first == 0) return full.reshape({N * N});
+  Tensor rows = full.narrow(0, first, Nq).contiguous().reshape({Nq * N});
+  if (row_major) rows = sub(rows, Tensor::full({}, static_cast<double>(first * pos.relative_size()), DType::Int64));
+  return rows;
+}
+
+// table [..., R] -> [..., Nq, N] at the relative entries of the pairs.
+Variable gather_pairs(const Variable& table, const Tensor& rel, int64_t Nq, int64_t N) {
+  Shape shape(table.value().shape().begin(), table.value().shape().end() - 1);
+  shape.push_back(Nq);
+  shape.push_back(N);
+  return reshape(index_select(table, -1, rel), shape);
+}
+
+// [H, R] | [R] -> broadcastable to [B, H, Nq, N].
+Variable pair_table(const Variable& table, const Tensor& rel, int64_t Nq, int64_t N) {
+  Variable t = gather_pairs(table, rel, Nq, N);  // [H, Nq, N] | [Nq, N]
+  return t.dim() == 3 ? unsqueeze(t, 0) : t;
+}
+
+}  // namespace
+
+Variable reference_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
+                             const AttentionSpec& spec, Tensor* probs_out, const ProbabilityDropout& dropout) {
+  if (q.dim() != 4 || k.dim() != 4 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(1) != k.size(1) ||
+      q.size(3) != k.size(3) || q.size(2) > k.size(2))
+    fail("reference attention: k, v must be [B, H, N, Dh] and q [B, H, Nq, Dh] with Nq <= N (the last Nq tokens), "
+         "got q {}, k {}, v {}",
+         q.value().describe(), k.value().describe(), v.value().describe());
+  const Positions& pos = spec.positions;
+  const int64_t B = q.size(0), Nq = q.size(2), N = k.size(2);
+  if (pos.tokens() != N)
+    fail("reference attention: k has N = {} tokens but the positions describe {} ({})", N, pos.tokens(),
+         pos.describe());
+  const Device device = q.value().device();
+  const bool relative = terms.uses_relative_tables() || spec.box.has_value();
+  if (relative && pos.is_tree())
+    fail("attention: relative tables and key ranges need grid or sequence positions, not {}", pos.describe());
+  const Tensor rel = relative ? relative_rows(pos, Nq, false).to(device) : Tensor();
+
+  Variable content = matmul(q, transpose(k, -1, -2)) * spec.scale;  // [B, H, Nq, N]
+  if (terms.key_bias.defined()) {
+    const Variable u = on_device(terms.key_bias, device);  // [H, Dh]
+    content = content + matmul(reshape(u, {1, u.size(0), 1, u.size(1)}), transpose(k, -1, -2));  // [B, H, 1, N]
+  }
+  Variable positional;
+  auto add_positional = [&](const Variable& t) { positional = positional.defined() ? positional + t : t; };
+  if (terms.query_table.defined()) {
+    const Variable table = on_device(terms.query_table, device);              // [H, R, Dh]
+    const int64_t H = q.size(1), R = table.size(1);
+    Variable per_entry = matmul(q, transpose(table, -1, -2));                 // [B, H, Nq, R]
+    const Tensor flat = relative_rows(pos, Nq, true).to(device);
+    add_positional(reshape(index_select(reshape(per_entry, {B, H, Nq * R}), 2, flat), {B, H, Nq, N}));
+  }
+  if (terms.bias.defined()) add_positional(pair_table(on_device(terms.bias, device), rel, Nq, N));
+  if (positional.defined() && terms.positional_modulation.defined())
+    positional = positional * pair_table(on_device(terms.positional_modulation, device), rel, Nq, N);
+  Variable logits = positional.defined() ? content + positional : content;
+  if (terms.modulation.defined()) logits = logits * pair_table(on_device(terms.modulation, device), rel, Nq, N);
+  if (terms.dense_modulation.defined()) logits = logits * Variable(terms.dense_modulation.to(device));
+
+  // Blocked keys: outside the key box (by relative entry) or padded.
+  Tensor blocked;
+  if (spec.box) {
+    const OffsetBox box = spec.box->intersect(OffsetBox::full(pos));
+    const int64_t R = pos.relative_size(), n = pos.dims();
+    const std::vector<int64_t> offsets = pos.relative_offsets().to_vector<int64_t>();  // [R, n]
+    std::vector<double> outside(static_cast<size_t>(R));
+    for (int64_t r = 0; r < R; ++r) {
+      const std::vector<int64_t> o(offsets.begin() + r * n, offsets.begin() + (r + 1) * n);
+      outside[static_cast<size_t>(r)] = box.contains(o) ? 0.0 : 1.0;
+    }
+    blocked = index_select(Tensor::from_vector(outside, {R}).to(logits.dtype()).to(device), 0, rel).reshape({Nq, N});
+  }
+  if (spec.key_padding.defined()) {
+    if (spec.key_padding.dim() != 2 || spec.key_padding.size(0) != B || spec.key_padding.size(1) != N)
+      fail("attention: key_padding must be [B, N] = [{}, {}], got {}", B, N, spec.key_padding.describe());
+    blocked = blocked_union(blocked, mask_indicator(spec.key_padding.to(device), logits.dtype()).reshape({B, 1, 1, N}));
+  }
+  if (blocked.defined()) logits = masked_fill(logits, blocked, -std::numeric_limits<double>::infinity());
+  Variable probs = softmax(logits, -1);
+  if (terms.prob_mask.defined()) {
+    Variable masked = probs * pair_table(on_device(terms.prob_mask, device), rel, Nq, N);
+    probs = masked / (sum(masked, {-1}, true) + 1e-8);
+  }
+  if (probs_out) *probs_out = probs.value();
+  if (dropout.rate > 0.0 && dropout.training) {
+    if (!dropout.gen) fail("reference attention: dropout on the probabilities needs a generator");
+    probs = posgrad::dropout(probs, dropout.rate, true, *dropout.gen);
+  }
+  return matmul(probs, v);
+}
+
+}  // namespace posgrad
