@@ -16,6 +16,7 @@ enum class SeedStream : uint64_t {
   Split = 0x53504C4954ull,        // train/validation split
   Count24 = 0x434F554E543234ull,  // count24 digit sequences
   TextSample = 0x54455854ull,     // char-level random windows (when an app derives one)
+  Augment = 0x4155474D454E54ull,  // image augmentation: one key per (epoch, example)
 };
 
 // SplitMix64 finaliser: a bijective, well-mixing map on 64-bit integers.
