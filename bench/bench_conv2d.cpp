@@ -55,15 +55,11 @@ int main(int argc, char** argv) {
   CLI::App cli{"Times conv2d forward and backward at CCT's tokenizer shapes against PyTorch's twin", "bench_conv2d"};
   bench::later_options_win(cli);
   bench::add_integer_options(cli, sizes);
+  for (const char* key : {"--batch", "--channels", "--side", "--kernel", "--reps", "--rounds"})
+    cli.get_option(key)->check(bench::at_least(1));
   bool no_torch = false;
   cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
   if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
-  for (const char* key : {"batch", "channels", "side", "kernel", "reps", "rounds"})
-    if (sizes[key] < 1) {
-      std::fprintf(stderr, "bench_conv2d: error: --%s must be at least 1, not %lld\n", key,
-                   static_cast<long long>(sizes[key]));
-      return 2;
-    }
   int threads = 1;
 #ifdef POSGRAD_OPENMP
   threads = omp_get_max_threads();

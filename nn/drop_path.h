@@ -33,6 +33,7 @@ class DropPath : public Module {
 
   double p() const { return p_; }
   bool rescale() const { return rescale_; }
+  Generator& generator() { return *gen_; }  // to save or restore its state (checkpoints)
   std::string extra_repr() const override;
 
  private:
