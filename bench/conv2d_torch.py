@@ -2,9 +2,9 @@
 """PyTorch twin of bench_conv2d: times torch.nn.functional.conv2d at the CCT tokenizer's shapes.
 
 x [B, 3, S, S], weight [Co, 3, k, k], stride 1, no padding, no bias, float32, CPU. "forward" is
-the conv alone; "backward" is torch.autograd.grad of sum(y * R) with respect to x and the weight
-(the forward it needs is run outside the timed region, as bench_conv2d times the two gradient
-ops alone).
+the conv alone; "backward" is torch.autograd.grad of y with respect to x and the weight for the
+output gradient R (the forward it needs runs outside the timed region, as bench_conv2d times
+its two gradient ops alone).
 
 Usage: conv2d_torch.py [--batch 128] [--channels 256] [--side 32] [--kernel 3] [--reps 5] [--warmup 1]
 Threads: OMP_NUM_THREADS (else 2). Output: an INFO line, then "RESULT forward <median_ms>" and
@@ -48,7 +48,7 @@ def main():
 
     with torch.no_grad():
         fwd = timed(lambda _: F.conv2d(x, w))
-    bwd = timed(lambda y: torch.autograd.grad((y * r).sum(), [x, w]), before=lambda: F.conv2d(x, w))
+    bwd = timed(lambda y: torch.autograd.grad(y, [x, w], grad_outputs=r), before=lambda: F.conv2d(x, w))
     print(f"INFO torch {torch.__version__}, {torch.get_num_threads()} thread(s), mkldnn {torch.backends.mkldnn.is_available()}")
     print(f"RESULT forward {fwd:.3f}")
     print(f"RESULT backward {bwd:.3f}")
