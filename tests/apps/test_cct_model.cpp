@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/cct/cct_figures.h"
 #include "apps/cct/cct_model.h"
 #include "apps/cct/sinusoidal_grid.h"
 #include "nn/nn.h"
@@ -128,6 +129,20 @@ BOOST_AUTO_TEST_CASE(sinusoidal_2d_table_by_hand) {
   BOOST_TEST(std::abs(t[token * 4 + 1] - std::cos(1.0)) < 1e-12);
   BOOST_TEST(std::abs(t[token * 4 + 2] - std::sin(2.0)) < 1e-12);
   BOOST_TEST(std::abs(t[token * 4 + 3] - std::cos(2.0)) < 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(rotation_angles_of_a_known_rotation) {
+  // A 5 x 5 orthogonal matrix: rotations by 1.1 and 0.3 in the planes (0, 1) and (2, 3) (the
+  // second one conjugated by a swap of axes 2 and 3, i.e. turned the other way), 1 on axis 4.
+  std::vector<double> w(25, 0.0);
+  auto set = [&](int i, int j, double v) { w[i * 5 + j] = v; };
+  set(0, 0, std::cos(1.1)), set(0, 1, -std::sin(1.1)), set(1, 0, std::sin(1.1)), set(1, 1, std::cos(1.1));
+  set(2, 2, std::cos(0.3)), set(2, 3, std::sin(0.3)), set(3, 2, -std::sin(0.3)), set(3, 3, std::cos(0.3));
+  set(4, 4, 1.0);
+  const std::vector<double> angles = cct_app::rotation_angles(w, 5);
+  BOOST_REQUIRE_EQUAL(angles.size(), 2u);
+  BOOST_TEST(std::abs(angles[0] - 0.3) < 1e-9);
+  BOOST_TEST(std::abs(angles[1] - 1.1) < 1e-9);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
