@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "tensor/conv.h"
 #include "tensor/ops.h"
 
 namespace posgrad {
@@ -84,5 +85,10 @@ Variable index_select(const Variable& x, int64_t axis, const Tensor& index);
 Variable gather(const Variable& x, int64_t axis, const Tensor& index);
 Variable scatter_add(const Shape& shape, int64_t axis, const Tensor& index, const Variable& src);
 Variable index_add(const Shape& shape, int64_t axis, const Tensor& index, const Variable& src);
+
+// ------------------------------------------------------------ images (ops_conv.cpp)
+// x [B, C, Y, X], weight [Co, C/G, kh, kw], bias [Co] or an undefined Variable (tensor/conv.h).
+Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dOptions& options = {});
+Variable max_pool2d(const Variable& x, const Pool2dOptions& options);  // the gradient goes to the first maximum
 
 }  // namespace posgrad

@@ -1,9 +1,12 @@
 // The datasets layer in one include: Dataset/DataLoader, the file formats (IDX/MNIST, CIFAR-10
 // binary, char-level text), the count24 task, the APE transduction tasks (sequences and trees,
-// datasets/transduction/), splits, the data folder lookup and file checksums.
+// datasets/transduction/), splits, image augmentation, the data folder lookup and file checksums.
 // This file deliberately declares nothing itself.
 #pragma once
 
+#include "datasets/augmented_images.h"
+#include "datasets/autoaugment.h"
+#include "datasets/byte_image.h"
 #include "datasets/char_corpus.h"
 #include "datasets/char_vocab.h"
 #include "datasets/checksum.h"

@@ -17,6 +17,7 @@ enum class SeedStream : uint64_t {
   Count24 = 0x434F554E543234ull,  // count24 digit sequences
   TextSample = 0x54455854ull,     // char-level random windows (when an app derives one)
   Transduction = 0x5452414E53ull, // the APE transduction tasks (sequences and trees)
+  Augment = 0x4155474D454E54ull,  // image augmentation: one key per (epoch, example)
 };
 
 // SplitMix64 finaliser: a bijective, well-mixing map on 64-bit integers.

@@ -4,6 +4,8 @@
 
 // Modules and layers.
 #include "nn/activations.h"
+#include "nn/conv2d.h"
+#include "nn/drop_path.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/init.h"
@@ -15,6 +17,7 @@
 #include "nn/module.h"
 #include "nn/orthogonal.h"
 #include "nn/siren.h"
+#include "nn/sequence_pooling.h"
 #include "nn/sequential.h"
 
 // Training: optimizers, schedules, clipping, accumulation.

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "tensor/ops.h"
+#include "tensor/window2d.h"
 
 namespace posgrad {
 
@@ -58,6 +59,17 @@ class Backend {
   virtual void gather(const Tensor& x, const Tensor& index, Tensor& out) = 0;
   // out contiguous zeroed [outer, n, inner]; index and src contiguous [outer, m, inner].
   virtual void scatter_add(const Tensor& index, const Tensor& src, Tensor& out) = 0;
+
+  // Sliding 2-D windows (tensor/window2d.h: Y, X, Yo, Xo, k). im2col: x contiguous
+  // [B, C, Y, X] -> cols contiguous [B, k, Yo * Xo], row c * kh * kw + i * kw + j holding tap
+  // (i, j) of channel c for every output position (0 where the tap falls in the padding).
+  virtual void im2col(const Tensor& x, const Window2d& window, Tensor& cols) = 0;
+  // The adjoint: x contiguous [B, C, Y, X] is overwritten with the sum, over taps, of the cols
+  // entries that read each input element.
+  virtual void col2im(const Tensor& cols, const Window2d& window, Tensor& x) = 0;
+  // x contiguous [P, Y, X] (P planes) -> out [P, Yo, Xo] the max over each window's cells inside
+  // the plane, argmax int64 [P, Yo, Xo] the flat index y * X + x of the first maximum.
+  virtual void max_pool2d(const Tensor& x, const Window2d& window, Tensor& out, Tensor& argmax) = 0;
 
   // Fills contiguous `out` from Philox(seed) starting at block `offset` (see random.h).
   virtual void random(RandomKind kind, Tensor& out, double a, double b, uint64_t seed,

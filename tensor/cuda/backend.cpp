@@ -274,6 +274,24 @@ void CudaBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const T
                              ctx.index, ctx.stream);
 }
 
+// ------------------------------------------------------------ sliding 2-D windows
+
+void CudaBackend::im2col(const Tensor& x, const Window2d& window, Tensor& cols) {
+  check_on(x, cols.device(), "im2col", "the input");
+  launch_im2col(ktype(x), x.raw_data(), cols.raw_data(), x.size(0), window, ctx_of(cols).stream);
+}
+
+void CudaBackend::col2im(const Tensor& cols, const Window2d& window, Tensor& x) {
+  check_on(cols, x.device(), "col2im", "the columns");
+  launch_col2im(ktype(x), cols.raw_data(), x.raw_data(), x.size(0), window, ctx_of(x).stream);
+}
+
+void CudaBackend::max_pool2d(const Tensor& x, const Window2d& window, Tensor& out, Tensor& argmax) {
+  check_on(x, out.device(), "max_pool2d", "the input");
+  launch_max_pool2d(ktype(x), x.raw_data(), out.raw_data(), argmax.data<int64_t>(), x.size(0), window,
+                    ctx_of(out).stream);
+}
+
 // ------------------------------------------------------------ indexing
 
 void CudaBackend::index_select(const Tensor& x, const Tensor& index, Tensor& out) {

@@ -32,6 +32,9 @@ class CudaBackend final : public Backend {
   void index_add(const Tensor& index, const Tensor& src, Tensor& out) override;
   void gather(const Tensor& x, const Tensor& index, Tensor& out) override;
   void scatter_add(const Tensor& index, const Tensor& src, Tensor& out) override;
+  void im2col(const Tensor& x, const Window2d& window, Tensor& cols) override;
+  void col2im(const Tensor& cols, const Window2d& window, Tensor& x) override;
+  void max_pool2d(const Tensor& x, const Window2d& window, Tensor& out, Tensor& argmax) override;
   void random(RandomKind kind, Tensor& out, double a, double b, uint64_t seed,
               uint64_t offset) override;
 };

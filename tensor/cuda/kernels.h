@@ -14,6 +14,7 @@
 
 #include "tensor/cuda/strided.h"
 #include "tensor/op_codes.h"
+#include "tensor/window2d.h"
 
 namespace posgrad::cuda {
 
@@ -77,6 +78,18 @@ void launch_scatter_add(KType type, const int64_t* index, const void* src, void*
 // Philox4x32-10 fill of n contiguous elements (the same numbers as tensor/random.h).
 void launch_random(KType type, RandomKind kind, void* out, int64_t n, double a, double b,
                    uint64_t seed, uint64_t offset, cudaStream_t stream);
+
+// ------------------------------------------------------------ window2d.cu (tensor/window2d.h)
+// x [B, C, Y, X] -> cols [B, k, Yo * Xo] (one thread per cols element).
+void launch_im2col(KType type, const void* x, void* cols, int64_t batch, const Window2d& window,
+                   cudaStream_t stream);
+// cols [B, k, Yo * Xo] -> x [B, C, Y, X], overwritten: one thread per input element sums the
+// cols entries that read it (no atomics, deterministic).
+void launch_col2im(KType type, const void* cols, void* x, int64_t batch, const Window2d& window,
+                   cudaStream_t stream);
+// x [P, Y, X] -> out, argmax [P, Yo, Xo] (one thread per output element).
+void launch_max_pool2d(KType type, const void* x, void* out, int64_t* argmax, int64_t planes,
+                       const Window2d& window, cudaStream_t stream);
 
 // ------------------------------------------------------------ adam.cu
 // The fused Adam/AdamW update of n contiguous elements (formula in nn/adam.h). Coefficients are

@@ -37,6 +37,7 @@ const std::vector<Bench> kBenches = {
      {"--batch", "--segment", "--max-span", "--layers", "--width", "--heads", "--ff", "--span-init-permille", "--reps",
       "--warmup", "--generate", "--context", "--no-torch", "--reference", "--device"},
      "--reps"},
+    {"bench_conv2d", {"--batch", "--channels", "--side", "--kernel", "--reps", "--warmup", "--rounds", "--no-torch"}, "--reps"},
     {"bench_attention_paths", {"--batch", "--width", "--heads", "--reps", "--warmup", "--cases", "--no-torch"}, "--reps"},
     {"soak_train",
      {"--steps", "--sample-every", "--warmup", "--max-growth", "--batch", "--tokens", "--seed", "--inject-leak"},
