@@ -43,7 +43,7 @@ void declare(apps::Settings& s, CctSettings& c) {
   s.add("model.drop_path_rescale", c.model.drop_path_rescale,
         "rescale kept examples by 1/(1-p) (false: the released code's unscaled DropPath)");
   s.add("model.pre_norm", c.model.pre_norm, "pre-LN blocks and a final LayerNorm (false: the released code's post-LN)");
-  s.add("model.path", c.model.path, "attention path: auto, fast, reference, fused").choices({"auto", "fast", "reference", "fused"});
+  s.add("model.attention", c.model.attention, attention_path_help()).choices(attention_path_names());
   s.add("augment.autoaugment", c.augment.autoaugment, "AutoAugment's CIFAR-10 policy");
   s.add("augment.crop_padding", c.augment.crop_padding, "random crop of the zero-padded image (0: none)").at_least(0);
   s.add("augment.flip", c.augment.flip, "random horizontal flip");
@@ -86,7 +86,7 @@ CctConfig model_config(const CctSettings& c) {
   m.drop_path_step = c.model.drop_path_step;
   m.drop_path_rescale = c.model.drop_path_rescale;
   m.pre_norm = c.model.pre_norm;
-  m.path = attention_path_from_name(c.model.path);
+  m.path = attention_path_from_name(c.model.attention);
   return m;
 }
 

@@ -32,7 +32,7 @@ struct CctSettings {
     int64_t pool_kernel = 3, pool_stride = 3, pool_padding = 0;
     double dropout = 0.1, ff_dropout = 0.0, drop_path_step = 0.1;
     bool drop_path_rescale = false, pre_norm = false;
-    std::string path = "auto";
+    std::string attention = "auto";  // the attention implementation (attention_path.h)
   } model;
   struct {
     bool autoaugment = true;
