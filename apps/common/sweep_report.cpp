@@ -151,14 +151,18 @@ void write_sweep_report(const SweepSpec& spec, const std::vector<RunResult>& res
         if (spec.arms[a].name == c.b) ib = a;
       }
       const auto w = welch_t_test(values_of(results, ia), values_of(results, ib));
+      // An arm without a finished run has no mean, so the comparison has no effect yet ("-").
+      const bool both_measured = stats[ia].n > 0 && stats[ib].n > 0;
       const double effect = stats[ib].mean - stats[ia].mean;
-      md += fmt::format("| {} | {} | {} | {:+.4f} | {} | {} | {} |", c.name, c.a, c.b, effect, w ? num(w->t, 3) : "-",
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |", c.name, c.a, c.b,
+                        both_measured ? fmt::format("{:+.4f}", effect) : "-", w ? num(w->t, 3) : "-",
                         w ? num(w->df, 2) : "-", w ? pval(w->p) : "-");
       if (any_reference)
         md += fmt::format(" {} | {} |", c.reference_effect ? fmt::format("{:+.4f}", *c.reference_effect) : "",
                           c.reference_p ? pval(*c.reference_p) : "");
       md += "\n";
-      csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_field(c.name), csv_field(c.a), csv_field(c.b), effect,
+      csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_field(c.name), csv_field(c.a), csv_field(c.b),
+                         both_measured ? fmt::format("{}", effect) : "",
                          w ? fmt::format("{}", w->t) : "", w ? fmt::format("{}", w->df) : "", w ? fmt::format("{}", w->p) : "",
                          c.reference_effect ? fmt::format("{}", *c.reference_effect) : "",
                          c.reference_p ? fmt::format("{}", *c.reference_p) : "");

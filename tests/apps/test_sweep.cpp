@@ -1,6 +1,7 @@
 // The sweep tool (apps/common/sweep*.h, build/bin/posgrad-sweep): Welch's t-test and the 95%
 // confidence interval of the mean against known values (Student's t table quantiles, a Welch case
-// built to land on one, and the posattn thesis's Table 5 p-value from its summary statistics); sweep files with a clear error for a bad one; and a tiny real sweep (count24, 2 arms
+// built to land on one, and the posattn thesis's Table 5 p-value from its summary statistics); a
+// partial table (an arm with no finished run has no effect, not nan); sweep files with a clear error for a bad one; and a tiny real sweep (count24, 2 arms
 // x 2 seeds, a few steps) that writes its tables and figure, skips every run when re-run, and
 // continues a run that lost its summary (an interrupted run) with --resume; duplicate seeds or
 // grid values refused; SIGTERM and Ctrl-C (SIGINT to the process group) stopping a sweep and
@@ -186,6 +187,32 @@ BOOST_AUTO_TEST_CASE(results_table_gives_the_mean_with_its_confidence_interval) 
   BOOST_TEST(csv.find("arm,n,values,max,mean,sd,ci95_low,ci95_high,") == 0u, csv);
   BOOST_TEST(csv.find("three,3,1;2;3,3,2,1,-0.48413") != std::string::npos, csv);
   BOOST_TEST(csv.find(",4.48413") != std::string::npos, csv);
+}
+
+BOOST_AUTO_TEST_CASE(a_comparison_with_an_arm_not_yet_run_has_no_effect) {
+  // A sweep stopped early: arm "done" has two finished seeds, arm "waiting" none, arm "one" a
+  // single seed. The effect needs a mean of each arm and Welch's test two values of each.
+  TempDir tmp;
+  SweepSpec spec;
+  spec.title = "partial";
+  spec.metric = "test_accuracy";
+  spec.out = tmp.path() / "out";
+  spec.arms = {SweepArm{"done", {}, {}, std::nullopt}, SweepArm{"waiting", {}, {}, std::nullopt},
+               SweepArm{"one", {}, {}, std::nullopt}};
+  spec.comparisons = {SweepComparison{"waiting vs done", "done", "waiting", 0.01, 0.5},
+                      SweepComparison{"one vs done", "done", "one", std::nullopt, std::nullopt}};
+  std::vector<RunResult> results;
+  for (double v : {0.5, 0.7}) results.push_back({SweepRun{0, 0, tmp.path()}, "finished", v, {}, {}});
+  results.push_back({SweepRun{1, 0, tmp.path()}, "not started", std::nullopt, {}, {}});
+  results.push_back({SweepRun{2, 0, tmp.path()}, "finished", 0.65, {}, {}});
+  write_sweep_report(spec, results, "");
+  const std::string md = read_text(spec.out / "results.md");
+  BOOST_TEST(md.find("nan") == std::string::npos, md);
+  BOOST_TEST(md.find("| waiting vs done | done | waiting | - | - | - | - |\n") != std::string::npos, md);
+  BOOST_TEST(md.find("| one vs done | done | one | +0.0500 | - | - | - |\n") != std::string::npos, md);
+  const std::string csv = read_text(spec.out / "results.csv");
+  BOOST_TEST(csv.find("waiting vs done,done,waiting,,,,,0.01,0.5") != std::string::npos, csv);
+  BOOST_TEST(csv.find("one vs done,done,one,0.05") != std::string::npos, csv);
 }
 
 BOOST_AUTO_TEST_CASE(bad_sweep_files_are_named) {
