@@ -103,7 +103,7 @@ int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 1}, {"width", 128}, {"heads", 4}, {"reps", 3}, {"warmup", 1}};
   std::string cases_arg = "1d1024,1d4096,2d32,2d64";
   bool no_torch = false;
-  CLI::App cli{"Times the attention paths (reference, fast, fused) forward+backward against PyTorch", "bench_attention_paths"};
+  CLI::App cli{"Times the attention implementations (reference, fused) forward+backward against PyTorch", "bench_attention_paths"};
   bench::later_options_win(cli);
   bench::add_integer_options(cli, a);
   cli.get_option("--reps")->check(bench::at_least(1));
