@@ -105,6 +105,14 @@ TensorboardEvents& RunDir::events() {
 void RunDir::write_config(const Settings& settings, const std::string& note) {
   if (!writes_) return;
   const std::string yaml = note + settings.to_yaml();
+  // A resume that changes nothing (same settings, same rank count) leaves config.yaml and the
+  // TensorBoard text as they are, so the run shows its config once.
+  if (fs::exists(config_path())) {
+    std::ifstream in(config_path(), std::ios::binary);
+    std::stringstream current;
+    current << in.rdbuf();
+    if (current.str() == yaml) return;
+  }
   write_file_atomically(config_path(), yaml);
   events().text("config", 0, markdown_code_block(yaml));
 }

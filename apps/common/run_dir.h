@@ -60,7 +60,8 @@ class RunDir {
   bool writes() const { return writes_; }
 
   // config.yaml with every setting (atomically), and as the TensorBoard text "config"; `note`
-  // (YAML comment lines, "# ...\n") goes first.
+  // (YAML comment lines, "# ...\n") goes first. Nothing is written when config.yaml already
+  // holds exactly this text (a resume that changes nothing).
   void write_config(const Settings& settings, const std::string& note = "");
   // Appends `record` (a JSON object) as one line of metrics.jsonl and flushes. Adds "time_s"
   // (seconds since this RunDir was opened) unless the record has it. Non-finite numbers are
