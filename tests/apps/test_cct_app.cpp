@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "datasets/data_dir.h"
+#include "tests/data_present.h"
 #include "tests/apps/app_process.h"
 #include "tests/test_support.h"
 
@@ -27,25 +27,6 @@ const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "cct";
 
 int run(const std::string& args, const fs::path& log) { return posgrad::test::run_app(kApp, args, log, "OMP_NUM_THREADS=1 "); }
 
-struct cifar_present {
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
-    std::optional<fs::path> dir;
-    try {
-      dir = posgrad::try_find_data_dir();
-    } catch (const std::exception& e) {
-      boost::test_tools::assertion_result r(false);
-      r.message() << e.what();
-      return r;
-    }
-    if (!dir || !fs::is_directory(*dir / "cifar10")) {
-      boost::test_tools::assertion_result r(false);
-      r.message() << "skipped: CIFAR-10 not found (set " << posgrad::kDataDirEnv << ")";
-      return r;
-    }
-    return true;
-  }
-};
-
 // 500 images (100 test / 40 val / 360 train), one block of width 16, batch 32: 11 steps an epoch.
 const std::string kTiny =
     "--config configs/cct/quick.yaml --config configs/cct/schemes/ape_grid.yaml -Ddata.small_dataset=500 "
@@ -54,7 +35,7 @@ const std::string kTiny =
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(cct_app, *boost::unit_test::precondition(cifar_present()))
+BOOST_AUTO_TEST_SUITE(cct_app, *boost::unit_test::precondition(posgrad::test::data_present("cifar10")))
 
 BOOST_AUTO_TEST_CASE(train_resume_eval_figures) {
   TempDir tmp;

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "datasets/data_dir.h"
+#include "tests/data_present.h"
 #include "tests/apps/app_process.h"
 #include "tests/test_support.h"
 
@@ -43,25 +43,6 @@ std::vector<nlohmann::json> metrics_without_time(const fs::path& run_dir) {
 
 int64_t latest_step(const fs::path& run_dir) { return posgrad::test::latest_checkpoint_step(run_dir); }
 
-struct cifar_present {
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
-    std::optional<fs::path> dir;
-    try {
-      dir = posgrad::try_find_data_dir();
-    } catch (const std::exception& e) {
-      boost::test_tools::assertion_result r(false);
-      r.message() << e.what();
-      return r;
-    }
-    if (!dir || !fs::is_directory(*dir / "cifar10")) {
-      boost::test_tools::assertion_result r(false);
-      r.message() << "skipped: CIFAR-10 not found (set " << posgrad::kDataDirEnv << ")";
-      return r;
-    }
-    return true;
-  }
-};
-
 // 600 images (480 train / 120 val) at 8x8, one block of width 16: 24 batches, 12 Adam steps per epoch.
 const std::string kTiny =
     "-Ddata.image_size=8 -Ddata.small_dataset=600 -Dmodel.layers=1 -Dmodel.width=16 -Dmodel.heads=2 "
@@ -69,7 +50,7 @@ const std::string kTiny =
     "-Dtrain.checkpoint_every=4 -Dtrain.eval_batch_size=50 -Dseed=5";
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(posattn_app, *boost::unit_test::precondition(cifar_present()))
+BOOST_AUTO_TEST_SUITE(posattn_app, *boost::unit_test::precondition(posgrad::test::data_present("cifar10")))
 
 BOOST_AUTO_TEST_CASE(short_run_resume_eval_and_nan) {
   TempDir tmp;

@@ -16,6 +16,7 @@
 
 #include "datasets/data_dir.h"
 #include "tensor/error.h"
+#include "tests/data_present.h"  // data_present, for the real-data cases
 #include "tests/test_support.h"
 
 namespace posgrad::test {
@@ -59,28 +60,6 @@ void expect_error(Fn&& fn, const std::vector<std::string>& needles) {
   }
   BOOST_ERROR("expected a posgrad::Error containing \"" << (needles.empty() ? "" : needles[0]) << "\"");
 }
-
-// precondition(data_present("mnist")): skips the case, with the reason, when the data is absent.
-struct data_present {
-  std::string sub;
-  explicit data_present(std::string s) : sub(std::move(s)) {}
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
-    std::optional<std::filesystem::path> dir;
-    try {
-      dir = try_find_data_dir();
-    } catch (const Error& e) {
-      boost::test_tools::assertion_result r(false);
-      r.message() << e.what();
-      return r;
-    }
-    if (!dir || !std::filesystem::is_directory(*dir / sub)) {
-      boost::test_tools::assertion_result r(false);
-      r.message() << "skipped: real data folder '" << sub << "' not found (set " << kDataDirEnv << ")";
-      return r;
-    }
-    return true;
-  }
-};
 
 inline std::filesystem::path data_dir() { return find_data_dir(); }
 
