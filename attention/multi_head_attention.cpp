@@ -37,6 +37,12 @@ MultiHeadAttention::MultiHeadAttention(int64_t width, int64_t heads, Generator& 
   }
 }
 
+void MultiHeadAttention::set_attention_dropout(double rate, uint64_t seed) {
+  if (!(rate >= 0.0 && rate < 1.0)) fail("MultiHeadAttention: attention dropout must be in [0, 1), got {}", rate);
+  if (attention_dropout_) fail("MultiHeadAttention: attention dropout is already set (rate {})", attention_dropout_->p());
+  if (rate > 0.0) attention_dropout_ = register_module("attention_dropout", std::make_shared<Dropout>(rate, seed));
+}
+
 Variable MultiHeadAttention::split_heads(const Variable& x) const {
   const int64_t B = x.size(0), N = x.size(1);
   return permute(reshape(x, {B, N, heads_, head_width_}), {0, 2, 1, 3});
@@ -87,6 +93,11 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
   const Device device = x.value().device();
   std::string blocker = terms.fused_blocker();
   if (!device.is_cpu()) blocker = fmt::format("the input is on {} (the fused op is CPU code)", device.str());
+  ProbabilityDropout dropout;
+  if (attention_dropout_ && is_training()) {
+    dropout = {attention_dropout_->p(), true, &attention_dropout_->generator()};
+    if (blocker.empty()) blocker = "attention dropout in training (the fused op has no dropout)";
+  }
   last_fused_probs_ = nullptr;
   last_probs_ = Tensor();
   Variable o;  // [B, H, N, Dh]
@@ -96,7 +107,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
       return fused_attention_probs(qv, kv, vv, values, spec);
     };
   } else {
-    o = reference_attention(q, k, v, terms, spec, &last_probs_);
+    o = reference_attention(q, k, v, terms, spec, &last_probs_, dropout);
   }
   return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {B, N, width_}));
 }

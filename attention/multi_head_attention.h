@@ -15,9 +15,13 @@
 // the hooks' terms allow it, else the dense reference (any device; the oracle in the tests).
 // Absolute schemes (AbsoluteEncoding) are refused with an error: the model applies them to its
 // token embeddings (attention_hook.h).
+// Attention dropout (set_attention_dropout): dropout on the probabilities in training, as the
+// reference implements it; a layer with a positive rate runs the reference while training (the
+// fused op has no dropout) and either path in evaluation. Its generator is a child Dropout module
+// ("attention_dropout"), so checkpoints that save every Dropout's generator resume it exactly.
 // Deliberately not here (yet): cross-attention (keys from another sequence with their own
-// positions), attention over a memory (the char LM's SegmentAttention does that on the same
-// AttentionTerms and implementations), and attention dropout.
+// positions) and attention over a memory (the char LM's SegmentAttention does that on the same
+// AttentionTerms and implementations).
 // Shapes: letters of shape_legend.h.
 #pragma once
 
@@ -26,6 +30,7 @@
 #include "attention/attention_hook.h"
 #include "attention/attention_path.h"
 #include "attention/scaled_dot_product.h"
+#include "nn/dropout.h"
 #include "nn/linear.h"
 #include "nn/module.h"
 
@@ -48,6 +53,10 @@ class MultiHeadAttention : public Module {
   // The requested path (attention_path.h); the one that runs is chosen per forward.
   void set_path(AttentionPath path) { path_ = path; }
   AttentionPath path() const { return path_; }
+  // Dropout with `rate` on the attention probabilities in training, masks from a generator seeded
+  // with `seed`; rate 0 leaves it off. Once per layer (before training).
+  void set_attention_dropout(double rate, uint64_t seed);
+  double attention_dropout() const { return attention_dropout_ ? attention_dropout_->p() : 0.0; }
   // Every hook in pipeline order: the shared ones first, then the layer's own.
   const std::vector<std::shared_ptr<AttentionHook>>& hooks() const { return hooks_; }
   // The intersection of the hooks' key ranges and the causal box at `positions`; none = every key.
@@ -73,6 +82,7 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;
   std::vector<std::shared_ptr<AttentionHook>> hooks_;
   AttentionPath path_ = AttentionPath::Auto;
+  std::shared_ptr<Dropout> attention_dropout_;  // null = none
   mutable Tensor last_probs_;
   std::function<Tensor()> last_fused_probs_;  // set by a fused forward; computes last_probs_ on request
 };

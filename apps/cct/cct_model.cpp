@@ -42,6 +42,7 @@ CctBlock::CctBlock(const CctConfig& c, double drop_path, Generator& gen,
                                                                        std::vector<std::shared_ptr<AttentionHook>>{},
                                                                        std::move(shared_hooks)));
   attn_->set_path(c.path);
+  attn_->set_attention_dropout(c.attention_dropout, draw_seed(gen));
   norm2_ = register_module("norm2", std::make_shared<LayerNorm>(c.width));
   ff_ = register_module("ff", std::make_shared<FeedForward>(c.width, c.ff_width, "gelu", gen, c.ff_dropout));
   drop_path_ = register_module("drop_path", std::make_shared<DropPath>(drop_path, c.drop_path_rescale, draw_seed(gen)));

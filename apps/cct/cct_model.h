@@ -21,7 +21,9 @@
 // (fan_in, ReLU gain); schemes their own.
 // Errors: an image size or channel count the tokenizer cannot handle names the tokenizer's
 // settings and the input's shape, in one line.
-// Deliberately not here: attention-logit dropout (MultiHeadAttention has none yet), the training
+// attention_dropout is the attention-logit dropout of the recipe (on the probabilities, in every
+// block's attention; such blocks train on the reference path).
+// Deliberately not here: the training
 // loop and data (cct_run.h).
 // Shapes: letters of shape_legend.h; tensor/conv.h's Y, X; Ty, Tx the token grid; F the FFN width;
 // L here is the number of blocks.
@@ -55,6 +57,7 @@ struct CctConfig {
   std::map<std::string, std::string> positional_options;  // e.g. {{"init", "near_identity"}}
   double dropout = 0.1;         // input dropout
   double ff_dropout = 0.0;      // between the FFN's layers
+  double attention_dropout = 0.1;  // on the attention probabilities
   double drop_path_step = 0.1;  // p_l = step * l
   bool drop_path_rescale = false;
   bool pre_norm = false;

@@ -39,6 +39,9 @@ void declare(apps::Settings& s, CctSettings& c) {
   s.add("model.pool_padding", c.model.pool_padding, "tokenizer max-pool padding (at most half the kernel)").at_least(0);
   s.add("model.dropout", c.model.dropout, "dropout on the tokens (input dropout)").at_least(0).at_most(1);
   s.add("model.ff_dropout", c.model.ff_dropout, "dropout between the FFN's layers").at_least(0).at_most(1);
+  s.add("model.attention_dropout", c.model.attention_dropout,
+        "dropout on the attention probabilities (the recipe's attention-logit dropout; such layers train on the reference path)")
+      .at_least(0).at_most(0.9);
   s.add("model.drop_path_step", c.model.drop_path_step, "DropPath probability of layer l is this times l").at_least(0);
   s.add("model.drop_path_rescale", c.model.drop_path_rescale,
         "rescale kept examples by 1/(1-p) (false: the released code's unscaled DropPath)");
@@ -83,6 +86,7 @@ CctConfig model_config(const CctSettings& c) {
   }
   m.dropout = c.model.dropout;
   m.ff_dropout = c.model.ff_dropout;
+  m.attention_dropout = c.model.attention_dropout;
   m.drop_path_step = c.model.drop_path_step;
   m.drop_path_rescale = c.model.drop_path_rescale;
   m.pre_norm = c.model.pre_norm;

@@ -30,7 +30,7 @@ struct CctSettings {
     int64_t layers = 7, width = 256, heads = 4, ff_width = 512;
     int64_t conv_kernel = 3, conv_stride = 1, conv_padding = 0;
     int64_t pool_kernel = 3, pool_stride = 3, pool_padding = 0;
-    double dropout = 0.1, ff_dropout = 0.0, drop_path_step = 0.1;
+    double dropout = 0.1, ff_dropout = 0.0, attention_dropout = 0.1, drop_path_step = 0.1;
     bool drop_path_rescale = false, pre_norm = false;
     std::string attention = "auto";  // the attention implementation (attention_path.h)
   } model;

@@ -38,6 +38,7 @@ CctConfig small_config(const nlohmann::json& cfg) {
   c.positional = cfg["scheme"];
   c.pre_norm = cfg["pre_norm"];
   c.dropout = 0.0;
+  c.attention_dropout = 0.0;
   c.drop_path_step = 0.0;
   return c;
 }

@@ -264,6 +264,33 @@ BOOST_AUTO_TEST_CASE(dense_modulation_is_reference_only) {
   check_error([&] { fused_attention(Variable(q), Variable(q), Variable(q), t, spec); }, {"fused attention", "probe decay"});
 }
 
+// Attention dropout: the layer's own generator drops probabilities in training only (the fused
+// path cannot, so a training forward runs the reference), reproducibly from its seed; in
+// evaluation the layer is the one without dropout, on either path.
+BOOST_AUTO_TEST_CASE(attention_dropout_acts_in_training_only) {
+  const Tensor x = [] { Generator g(5); return normal({2, 6, 8}, 0, 1, g, kFloat64); }();
+  auto layer = [](double rate) {
+    Generator gen(9);
+    auto mha = std::make_shared<MultiHeadAttention>(8, 2, gen);
+    mha->to(kFloat64);
+    mha->set_attention_dropout(rate, 77);
+    return mha;
+  };
+  auto plain = layer(0.0), dropped = layer(0.5), again = layer(0.5);
+  BOOST_TEST(plain->attention_dropout() == 0.0);
+  BOOST_TEST(dropped->attention_dropout() == 0.5);
+  const Tensor y_plain = plain->forward(Variable(x)).value();
+  const Tensor y_dropped = dropped->forward(Variable(x)).value();
+  BOOST_TEST(!dropped->last_forward_fused());
+  BOOST_TEST(max_abs_diff(y_plain, y_dropped) > 1e-3);
+  BOOST_TEST(max_abs_diff(y_dropped, again->forward(Variable(x)).value()) == 0.0);
+  dropped->eval();
+  BOOST_TEST(max_abs_diff(y_plain, dropped->forward(Variable(x)).value()) < 1e-12);
+  BOOST_TEST(dropped->last_forward_fused());
+  check_error([&] { dropped->set_attention_dropout(0.1, 1); }, {"attention dropout is already set"});
+  check_error([&] { layer(1.0); }, {"attention dropout must be in [0, 1)"});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(hook_registry)
