@@ -1,7 +1,8 @@
 // The autograd engine and Variable basics: recording nodes, grad mode, and backward() — an
 // iterative topological sort (explicit stack, so deep graphs cannot overflow the C++ stack)
 // followed by one pass in reverse order that calls each node's closure and accumulates the
-// gradients of its inputs.
+// gradients of its inputs. Leaves with a gradient-ready hook are counted in the sort (one per
+// node that takes them) and their hook runs when the last of those nodes is done.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -89,6 +90,11 @@ Variable& Variable::set_name(const std::string& name) {
   impl_->name = name;
   return *this;
 }
+void Variable::set_grad_ready_hook(std::function<void()> hook) {
+  if (!impl_) fail("Variable is undefined");
+  if (!is_leaf()) fail("set_grad_ready_hook on a non-leaf (only leaves' gradients are kept)");
+  impl_->grad_ready_hook = std::move(hook);
+}
 
 Variable Variable::detach() const { return Variable(value(), false); }
 
@@ -152,8 +158,26 @@ void Variable::backward(const Tensor& grad_in, bool retain_graph) const {
 
   if (!impl_->grad_fn) {  // backward on a leaf: its gradient is the seed itself
     accumulate_leaf(impl_.get(), seed);
+    if (impl_->grad_ready_hook) impl_->grad_ready_hook();
     return;
   }
+
+  // Gradient-ready hooks: how many nodes of the graph still have to pass a gradient to each
+  // hooked leaf. A node passes its gradients when it runs, or passes none when no gradient
+  // reached it; either way the count drops, and at zero the leaf's gradient is final.
+  std::unordered_map<VariableImpl*, int> pending_for_hook;
+  auto hooked_leaves_of = [](const Node& node, auto&& each) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      VariableImpl* in = node.inputs[i].get();
+      if (node.needs[i] && !in->grad_fn && in->grad_ready_hook) each(in);
+    }
+  };
+  for (VariableImpl* v : order) hooked_leaves_of(*v->grad_fn, [&](VariableImpl* leaf) { ++pending_for_hook[leaf]; });
+  auto node_done = [&](const Node& node) {
+    hooked_leaves_of(node, [&](VariableImpl* leaf) {
+      if (--pending_for_hook[leaf] == 0) leaf->grad_ready_hook();
+    });
+  };
 
   // 2. Reverse order: each variable's gradient is complete before its node runs.
   std::unordered_map<VariableImpl*, Tensor> grads;
@@ -161,7 +185,10 @@ void Variable::backward(const Tensor& grad_in, bool retain_graph) const {
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     VariableImpl* v = *it;
     auto found = grads.find(v);
-    if (found == grads.end()) continue;
+    if (found == grads.end()) {
+      node_done(*v->grad_fn);
+      continue;
+    }
     Tensor g = std::move(found->second);
     grads.erase(found);
     if (v->retains_grad) v->grad = v->grad.defined() ? add(v->grad, g) : g.clone();
@@ -186,6 +213,7 @@ void Variable::backward(const Tensor& grad_in, bool retain_graph) const {
         slot = slot.defined() ? add(slot, gi) : gi;
       }
     }
+    node_done(node);
     if (!retain_graph) node.backward = nullptr;
   }
 }

@@ -2,6 +2,9 @@
 // Eager and define-by-run: every differentiable op (autograd/functions.h) records a Node holding
 // its inputs and a backward closure; `backward()` (engine.cpp) walks the nodes in reverse
 // topological order with an explicit stack. Variables share their state like shared_ptrs.
+// A leaf can carry a gradient-ready hook: called during backward() once the leaf's gradient is
+// final (every contribution of that backward accumulated), which lets data-parallel training
+// send a gradient while the rest of the backward still runs (distributed/gradient_averager.h).
 // This file deliberately holds no op formulas.
 #pragma once
 
@@ -36,6 +39,7 @@ struct VariableImpl {
   bool requires_grad = false;
   bool retains_grad = false;
   std::string name;
+  std::function<void()> grad_ready_hook;  // leaves only: see Variable::set_grad_ready_hook
 };
 
 class Variable {
@@ -57,6 +61,10 @@ class Variable {
   const std::shared_ptr<Node>& grad_fn() const;
   const std::string& name() const;
   Variable& set_name(const std::string& name);
+  // On a leaf: `hook` runs inside every backward() that reaches this leaf, as soon as its
+  // gradient is final for that backward (grad() then holds every contribution); an empty
+  // function removes it. One hook per leaf; it must not start another backward.
+  void set_grad_ready_hook(std::function<void()> hook);
 
   // Backpropagates from this variable. `grad` defaults to 1 for a one-element variable.
   // Without retain_graph the graph's saved tensors are freed and a second call is an Error.
