@@ -61,6 +61,41 @@ void MpiProcessGroup::all_reduce_sum(Tensor& t) {
         "all-reduce");
 }
 
+namespace {
+
+// One MPI_Iallreduce in flight; holds its tensor so the buffer outlives the operation.
+class MpiPendingSum final : public ProcessGroup::PendingSum {
+ public:
+  explicit MpiPendingSum(Tensor& t) : buffer_(t) {
+    if (t.numel() == 0) return;
+    check(MPI_Iallreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(t.numel()), mpi_type(t, "all-reduce"), MPI_SUM,
+                         MPI_COMM_WORLD, &request_),
+          "all-reduce (start)");
+  }
+  ~MpiPendingSum() override {
+    // Unwinding from an error: MPI may still write into the buffer, so finish first (no throw).
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+  void wait() override {
+    if (request_ != MPI_REQUEST_NULL) check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "all-reduce (wait)");
+  }
+  bool progress() override {
+    int done = 1;
+    if (request_ != MPI_REQUEST_NULL) check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "all-reduce (test)");
+    return done != 0;
+  }
+
+ private:
+  Tensor buffer_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+}  // namespace
+
+std::unique_ptr<ProcessGroup::PendingSum> MpiProcessGroup::start_all_reduce_sum(Tensor& t) {
+  return std::make_unique<MpiPendingSum>(t);
+}
+
 void MpiProcessGroup::all_reduce_sum(std::vector<double>& values) {
   if (values.empty()) return;
   check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,

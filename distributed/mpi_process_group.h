@@ -7,8 +7,12 @@
 // Tensors must be on the CPU here: CUDA tensors go through NcclProcessGroup, or are copied to
 // the host by the caller (gradient_averager.h does that when NCCL is absent).
 //
-// Deliberately does not: choose a GPU, split the communicator, or overlap its own calls (each
-// call returns when its operation is done).
+// start_all_reduce_sum is MPI_Iallreduce: the gradient averager starts each bucket's sum during
+// the backward and waits at its end. Without an asynchronous progress thread (OpenMPI's default)
+// MPI moves such a sum on only inside MPI calls, so the averager calls progress() as it goes.
+//
+// Deliberately does not: choose a GPU, split the communicator, or run a progress thread of its
+// own.
 #pragma once
 
 #include "distributed/process_group.h"
@@ -26,6 +30,7 @@ class MpiProcessGroup final : public ProcessGroup {
   int size() const override { return size_; }
   std::string engine() const override { return "mpi"; }
   void all_reduce_sum(Tensor& t) override;
+  std::unique_ptr<PendingSum> start_all_reduce_sum(Tensor& t) override;
   void all_reduce_sum(std::vector<double>& values) override;
   void broadcast(Tensor& t, int root) override;
   void broadcast(std::string& bytes, int root) override;

@@ -13,13 +13,16 @@
 //   NcclProcessGroup    NCCL for CUDA tensors; MPI only launches and bootstraps it and carries
 //                       the host values (nccl_process_group.h)
 // Every operation is collective: every rank must call it, in the same order, with tensors of the
-// same shape and dtype. Tensors are reduced in place and must be contiguous.
+// same shape and dtype. Tensors are reduced in place and must be contiguous. A sum can also be
+// started and waited for later (start_all_reduce_sum): started sums count in that one order at
+// the moment they start, so every rank starts them in the same order too.
 //
 // Deliberately does not: sub-groups, point-to-point messages, reduce-scatter (sharded optimizer
 // states), or fault tolerance: a rank that dies ends the run (the launcher stops the others;
 // docs/distributed.md).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +42,26 @@ class ProcessGroup {
   // Sums the float32 or float64 tensor `t` (contiguous, on a device this engine serves) over the
   // ranks, in place: afterwards every rank holds the same sum.
   virtual void all_reduce_sum(Tensor& t) = 0;
+  // A sum started by start_all_reduce_sum. wait() returns when the tensor holds the sum;
+  // progress() lets the engine move it on (MPI advances non-blocking collectives only inside
+  // MPI calls) and says whether it is done. Destroying an unfinished one waits for it.
+  class PendingSum {
+   public:
+    virtual ~PendingSum() = default;
+    virtual void wait() = 0;
+    virtual bool progress() = 0;
+  };
+  // Starts all_reduce_sum(t) and returns; `t` must stay alive and untouched until wait().
+  // The default sums at once (blocking): engines without a non-blocking form (single; NCCL, whose
+  // reductions run on a GPU stream of their own anyway).
+  virtual std::unique_ptr<PendingSum> start_all_reduce_sum(Tensor& t) {
+    all_reduce_sum(t);
+    struct Done final : PendingSum {
+      void wait() override {}
+      bool progress() override { return true; }
+    };
+    return std::make_unique<Done>();
+  }
   // Sums host numbers (metrics, counts) over the ranks, in place.
   virtual void all_reduce_sum(std::vector<double>& values) = 0;
   // Rank `root`'s tensor into every rank's `t` (same shape and dtype everywhere).

@@ -379,6 +379,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     const double value = nll.item();
     check_finite_loss(loss.item(), at.step + 1, checkpoints.latest_path());
     opt->zero_grad();
+    dp.overlap_next_backward();
     loss.backward();
     dp.average_gradients();
     check_finite_gradients(model, at.step + 1, checkpoints.latest_path());

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -21,9 +23,15 @@ Device rank_device(Device device, const distributed::ProcessGroup& world) {
   return Device{DeviceType::CUDA, distributed::launch_environment().local_rank % gpus};
 }
 
+bool overlap_wanted() {
+  const char* setting = std::getenv("POSGRAD_GRADIENT_OVERLAP");
+  return setting == nullptr || std::strcmp(setting, "0") != 0;
+}
+
 }  // namespace
 
-DataParallel::DataParallel(Device device) : world_(distributed::world()), device_(rank_device(device, world_)) {
+DataParallel::DataParallel(Device device)
+    : world_(distributed::world()), device_(rank_device(device, world_)), overlap_(overlap_wanted()) {
   if (!writes()) std::freopen("/dev/null", "w", stdout);  // rank 0 reports progress for the run
 }
 
@@ -49,14 +57,31 @@ nlohmann::json DataParallel::summary() const {
   const double steps = static_cast<double>(std::max<int64_t>(1, stats.calls));
   return {{"ranks", size()},
           {"engine", world_.engine()},
+          {"overlap", overlap_ && size() > 1},
           {"optimizer_steps_here", stats.calls},
-          {"allreduce_seconds_per_step", stats.seconds / steps},
+          {"allreduce_seconds_per_step", stats.seconds / steps},  // waiting after the backward
+          {"allreduce_seconds_in_backward_per_step", stats.backward_seconds / steps},
+          {"buckets_started_in_backward_per_step", static_cast<double>(stats.buckets_started_in_backward) / steps},
           {"allreduce_bytes_per_step", static_cast<double>(stats.bytes) / steps}};
 }
 
 void DataParallel::replicate(Module& model) {
   distributed::broadcast_module(model, world_);
+  averager_.reset();  // its destructor removes the hooks of the parameters it averaged
   averager_ = std::make_unique<distributed::GradientAverager>(model.parameters(), distributed::group_for(device_));
+}
+
+void DataParallel::overlap_next_backward() {
+  POSGRAD_CHECK(averager_, "DataParallel: overlap_next_backward() before replicate(model)");
+  if (overlap_) averager_->overlap_next_backward();
+}
+
+void DataParallel::refuse_collective_in_overlap(const char* what) const {
+  POSGRAD_CHECK(!averager_ || !averager_->armed(),
+                "DataParallel: {} between overlap_next_backward() and average_gradients() (gradient sums may be in "
+                "flight; every rank must run its collectives in one order): call it before the backward or after "
+                "average_gradients()",
+                what);
 }
 
 void DataParallel::average_gradients() {
@@ -95,6 +120,7 @@ TrainingPosition DataParallel::restore(RunCheckpoints& checkpoints) {
 }
 
 Tensor DataParallel::gather_rows(const Tensor& rows) {
+  refuse_collective_in_overlap("gather_rows()");
   if (size() == 1) return rows;
   return world_.all_gather(rows.to(kCPU).contiguous());
 }
@@ -102,10 +128,12 @@ Tensor DataParallel::gather_rows(const Tensor& rows) {
 double DataParallel::mean(double value) { return mean(std::vector<double>{value})[0]; }
 
 std::vector<double> DataParallel::mean(std::vector<double> values) {
+  refuse_collective_in_overlap("mean()");
   return distributed::mean_over_ranks(std::move(values), world_);
 }
 
 double DataParallel::sum(double value) {
+  refuse_collective_in_overlap("sum()");
   std::vector<double> v{value};
   world_.all_reduce_sum(v);
   return v[0];

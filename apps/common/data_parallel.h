@@ -8,8 +8,8 @@
 //   RunDir run = dp.open_run_dir(request, settings, dp.describe(B, accumulation, lr));
 //   RunCheckpoints ckpt(run, model, opt, gen, ...);  // writes on rank 0 only
 //   TrainingPosition at = request.resume ? dp.restore(ckpt) : TrainingPosition{};
-//   ... loss.backward(); dp.average_gradients(); opt.step(); ...
 //   loss_for_metrics = dp.mean(loss_value);          // every rank gets the mean over the ranks
+//   ... dp.overlap_next_backward(); loss.backward(); dp.average_gradients(); opt.step(); ...
 //   if (dp.writes()) draw figures ...
 //
 // What rank 0 does alone: it creates and writes the run folder (config.yaml, command.txt,
@@ -18,6 +18,11 @@
 // checkpoints on --resume after rank 0 has restored (and, after a fallback, repaired) them, and
 // print nothing to stdout (their progress is rank 0's; their errors still go to stderr).
 // A run folder therefore has to be on a file system every rank sees (as the data folder).
+// overlap_next_backward(), right before the backward whose gradients the optimizer step takes
+// (with gradient accumulation: the last micro-batch's), lets that backward start the gradients'
+// all-reduce bucket by bucket (gradient_averager.h); average_gradients() then waits for the rest.
+// In between, no other collective (mean, sum, ...) may run: they refuse. Without the call, or
+// with POSGRAD_GRADIENT_OVERLAP=0 in the environment, average_gradients() sums after the backward.
 // config.yaml starts with a comment that states the rank count, the global and per-rank batch,
 // the effective batch per optimizer step and the learning rate (describe()).
 //
@@ -60,6 +65,8 @@ class DataParallel {
   uint64_t seed(uint64_t seed);
   // Rank 0's parameters and buffers into every rank's model; then builds the gradient averager.
   void replicate(Module& model);
+  // The next backward starts the gradients' all-reduce as they become final (see above).
+  void overlap_next_backward();
   void average_gradients();
   const distributed::GradientAverager::Stats& gradient_stats() const;
   // For summary.json: ranks, engine, and per optimizer step the all-reduce seconds and bytes.
@@ -80,6 +87,8 @@ class DataParallel {
   distributed::ProcessGroup& world_;
   Device device_;
   std::unique_ptr<distributed::GradientAverager> averager_;
+  bool overlap_;  // POSGRAD_GRADIENT_OVERLAP is not "0"
+  void refuse_collective_in_overlap(const char* what) const;
 };
 
 }  // namespace posgrad::apps

@@ -228,6 +228,7 @@ void train(const Count24Settings& c, const Settings& settings, const TrainReques
       const double value = loss.item();
       check_finite_loss(value, at.step + 1, checkpoints.latest_path());
       opt->zero_grad();
+      dp.overlap_next_backward();
       loss.backward();
       dp.average_gradients();
       check_finite_gradients(model, at.step + 1, checkpoints.latest_path());

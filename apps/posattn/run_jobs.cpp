@@ -194,12 +194,14 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
                                                  : fmt::format("the last good checkpoint is '{}'", checkpoints.latest_path().string()));
         check_finite_loss(value, at.step + 1, checkpoints.latest_path());
       }
+      loss_sum += dp.mean(value);  // the mean over the ranks of their slices' losses: the batch's loss
+      ++loss_batches;
+      const bool steps_now = pending + 1 == c.train.accumulation || at.batch_in_epoch + 1 == batches;
+      if (steps_now) dp.overlap_next_backward();  // only the last micro-batch's backward communicates
       loss.backward();
       ++at.batch_in_epoch;
       ++pending;
-      loss_sum += dp.mean(value);  // the mean over the ranks of their slices' losses: the batch's loss
-      ++loss_batches;
-      if (pending == c.train.accumulation || at.batch_in_epoch == batches) {
+      if (steps_now) {
         dp.average_gradients();
         check_finite_gradients(model, at.step + 1, checkpoints.latest_path());
         opt.step();

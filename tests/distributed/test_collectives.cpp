@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(gradients_are_averaged_in_buckets) {
   a.set_grad(Tensor::full({5}, 2.0 * (r + 1)));
   b.set_grad(Tensor::full({3, 4}, -1.0 * r));
   if (r == 0) c.set_grad(Tensor::full({2}, 6.0));  // rank 0 alone has a gradient for c; nobody for d
-  GradientAverager averager({a, b, c, d}, g, /*bucket_bytes=*/48);  // 12 floats: a, then b alone, then c and d
+  GradientAverager averager({a, b, c, d}, g, /*bucket_bytes=*/48);  // 12 floats, last to first: d and c, b alone, a
   BOOST_TEST(averager.buckets() == 3);
   averager.average();
   for (float v : a.grad().to_vector<float>()) BOOST_TEST(v == 2.0 * triangle(p) / p, boost::test_tools::tolerance(1e-6));
