@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "apps/cct/cct_data.h"
+#include "apps/common/data_parallel.h"
 #include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/progress.h"
@@ -66,19 +67,23 @@ std::vector<std::pair<std::string, Generator*>> mask_generators(CctModel& model)
 }  // namespace
 
 void train(const CctSettings& c, const Settings& settings, const TrainRequest& request) {
-  const Device device = usable_device(c.device);
+  DataParallel dp(usable_device(c.device));
+  const Device device = dp.device();
+  dp.shard(c.train.batch_size, "train.batch_size");  // refuses a batch the ranks cannot share
+  const uint64_t seed = dp.seed(static_cast<uint64_t>(c.seed));
   const CctData data = load_cct_data(c);
-  Generator gen(static_cast<uint64_t>(c.seed));
+  Generator gen(seed);
   CctModel model(model_config(c), gen);
   model.to(device);
+  dp.replicate(model);
   AdamW opt(model.parameters(), {.lr = c.train.lr, .weight_decay = c.train.weight_decay});
   const AugmentSettings augment = train_augmentation(c);
-  const DataLoaderOptions loader_options{.batch_size = c.train.batch_size, .shuffle = true,
-                                         .seed = static_cast<uint64_t>(c.seed), .drop_last = true,
-                                         .prefetch = c.train.workers_prefetch};
+  const DataLoaderOptions loader_options{.batch_size = c.train.batch_size, .shuffle = true, .seed = seed,
+                                         .drop_last = true, .prefetch = c.train.workers_prefetch};
+  // Each image's augmentation depends on (seed, epoch, image) only, so it is the same whichever
+  // rank draws it.
   const auto epoch_loader = [&](int64_t epoch) {
-    return DataLoader(std::make_shared<AugmentedImages>(data.train, augment, static_cast<uint64_t>(c.seed), epoch),
-                      loader_options);
+    return DataLoader(std::make_shared<AugmentedImages>(data.train, augment, seed, epoch), loader_options);
   };
   const int64_t batches = epoch_loader(0).num_batches();
   if (batches == 0)
@@ -87,14 +92,14 @@ void train(const CctSettings& c, const Settings& settings, const TrainRequest& r
   const WarmupCosineLR schedule(c.train.lr, c.train.warmup_epochs * batches, c.train.epochs * batches);
   auto generators = mask_generators(model);
 
-  RunDir run = open_run_dir(request, settings);
+  RunDir run = dp.open_run_dir(request, settings, dp.describe(c.train.batch_size, 1, c.train.lr));
   RunCheckpoints checkpoints(run, model, opt, gen, {.metric = "val_acc", .higher_is_better = true});
   TrainingPosition at;
   double loss_sum = 0, train_seconds = 0, best_val = -1, test_at_best_val = 0;
   int64_t loss_batches = 0, best_val_epoch = 0;
   std::vector<double> test_accs;  // per finished epoch
   if (request.resume) {
-    at = checkpoints.restore_latest();
+    at = dp.restore(checkpoints);
     run.drop_metrics_after(at.step);
     loss_sum = at.extra.value("loss_sum", 0.0);
     loss_batches = at.extra.value("loss_batches", int64_t{0});
@@ -129,26 +134,41 @@ void train(const CctSettings& c, const Settings& settings, const TrainRequest& r
   progress.start_at(at.step);
   const auto reached_max = [&] { return c.train.max_steps > 0 && at.step >= c.train.max_steps; };
   while (at.epoch < c.train.epochs && !reached_max()) {
-    for (const Batch& b : epoch_loader(at.epoch).epoch(at.epoch, at.batch_in_epoch)) {
+    // This rank's slice of each remaining batch of the epoch's seeded order.
+    const DataLoader loader = epoch_loader(at.epoch);
+    auto mine = distributed::shard_batches(loader.batch_indices(at.epoch), dp.rank(), dp.size(), "train.batch_size");
+    mine.erase(mine.begin(), mine.begin() + std::min<int64_t>(at.batch_in_epoch, static_cast<int64_t>(mine.size())));
+    for (const Batch& b : Epoch(loader.dataset(), std::move(mine), c.train.workers_prefetch)) {
       const auto t0 = std::chrono::steady_clock::now();
       opt.set_lr(schedule.lr_at(at.step));
-      Variable logits = model.forward(Variable(b.input.to(device)));  // [B, C]
+      Variable logits = model.forward(Variable(b.input.to(device)));  // [B/p, C]
       Variable loss = cross_entropy(logits, b.target.to(device), Reduction::Mean, -100, c.train.label_smoothing);
       const double value = loss.item();
       check_finite_loss(value, at.step + 1, checkpoints.latest_path());
+      loss_sum += dp.mean(value);  // the mean over the ranks of their slices' losses: the batch's loss
       opt.zero_grad();
+      dp.overlap_next_backward();
       loss.backward();
+      dp.average_gradients();
       check_finite_gradients(model, at.step + 1, checkpoints.latest_path());
       opt.step();
       ++at.step;
       ++at.batch_in_epoch;
-      loss_sum += value;
       ++loss_batches;
       train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       progress.update(at.step, {{"loss", loss_sum / static_cast<double>(loss_batches)}});
       if (reached_max()) break;
     }
+    // The end of an epoch (or of a max_steps run): validation, test, the metrics line and the
+    // checkpoints, on rank 0 (the others only keep the running sums in step).
     const bool epoch_done = at.batch_in_epoch >= batches;
+    if (!dp.writes()) {
+      loss_sum = 0;
+      loss_batches = 0;
+      train_seconds = 0;
+      if (epoch_done) at.next_epoch();
+      continue;
+    }
     const Evaluation val = evaluate(model, data.val, c.train.eval_batch_size, device);
     const Evaluation test = evaluate(model, data.test, c.train.eval_batch_size, device);
     test_accs.push_back(test.accuracy);
@@ -180,6 +200,7 @@ void train(const CctSettings& c, const Settings& settings, const TrainRequest& r
     checkpoints.offer_best(at, val.accuracy);
   }
   progress.finish();
+  if (!dp.writes()) return;
 
   // Flat keys, so that posgrad-sweep can take any of them as its metric.
   nlohmann::json summary{{"test_acc_of_best_val", test_at_best_val},  // the honest metric
@@ -196,6 +217,7 @@ void train(const CctSettings& c, const Settings& settings, const TrainRequest& r
                          {"test_source", data.test_source},
                          {"seconds", run.seconds_since_open()},
                          {"device", device.str()},
+                         {"data_parallel", dp.summary()},
                          {"best_checkpoint", checkpoints.best_path().filename().string()}};
   std::string paper;
   for (int64_t upto : c.train.paper_epochs) {  // the paper's metric: the best test accuracy up to an epoch

@@ -7,7 +7,8 @@
 //   honest  the test accuracy of the checkpoint chosen on the validation split (the epoch of the
 //           best validation accuracy; its checkpoint is the run's `best`)
 // Checkpoints every epoch (latest and best); --resume continues exactly (the generators of
-// dropout and DropPath included). eval scores a checkpoint on the validation or test split.
+// dropout and DropPath included). Under mpirun it trains data-parallel (apps/common/
+// data_parallel.h; docs/distributed.md). eval scores a checkpoint on the validation or test split.
 // Deliberately does not: draw figures (cct_figures.h), run sweeps (posgrad-sweep does).
 #pragma once
 

@@ -78,7 +78,7 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
   if (!root.IsMap()) fail("{}: expected a map (app, seeds, arms, ...)", f);
   static const std::vector<std::string> known = {"app", "title", "base", "set", "out", "runs", "metric", "higher_is_better",
                                                  "curve", "seed_key", "seeds", "arms", "grid", "comparisons",
-                                                 "reference_source"};
+                                                 "reference_source", "ranks", "launcher"};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (std::find(known.begin(), known.end(), key) == known.end())
@@ -101,6 +101,22 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
   }
   if (root["seed_key"]) s.seed_key = root["seed_key"].as<std::string>();
   if (root["reference_source"]) s.reference_source = root["reference_source"].as<std::string>();
+  if (root["ranks"] && root["launcher"]) fail("{}: give 'ranks' or 'launcher', not both", f);
+  if (root["ranks"]) {
+    int64_t ranks = 0;
+    try {
+      ranks = root["ranks"].as<int64_t>();
+    } catch (const YAML::Exception&) {
+      fail("{}: 'ranks' must be a whole number of processes, got '{}'", f, root["ranks"].as<std::string>());
+    }
+    s.launcher = mpirun_launcher(ranks, f + ": ranks");
+  }
+  if (root["launcher"]) {
+    if (!root["launcher"].IsSequence() || root["launcher"].size() == 0)
+      fail("{}: 'launcher' must be a non-empty list (the command and its arguments, e.g. [mpirun, -np, 2])", f);
+    for (const auto& word : root["launcher"]) s.launcher.push_back(word.as<std::string>());
+    if (s.launcher[0].empty()) fail("{}: 'launcher' starts with an empty command", f);
+  }
   if (!root["seeds"] || !root["seeds"].IsSequence() || root["seeds"].size() == 0) fail("{}: 'seeds' must be a non-empty list", f);
   for (const auto& seed : root["seeds"]) {
     try {
@@ -201,7 +217,8 @@ void create_sweep_folders(const SweepSpec& spec) {
 
 std::vector<std::string> run_command(const SweepSpec& spec, const SweepRun& run, const std::filesystem::path& app,
                                      const std::vector<std::string>& extra, bool resume) {
-  std::vector<std::string> argv{app.string(), "train"};
+  std::vector<std::string> argv = spec.launcher;
+  argv.insert(argv.end(), {app.string(), "train"});
   if (resume) {
     argv.insert(argv.end(), {"--resume", run.dir.string()});
     return argv;
@@ -215,6 +232,12 @@ std::vector<std::string> run_command(const SweepSpec& spec, const SweepRun& run,
   argv.push_back(fmt::format("-D{}={}", spec.seed_key, run.seed));
   argv.insert(argv.end(), {"--out", run.dir.string(), "--overwrite"});
   return argv;
+}
+
+std::vector<std::string> mpirun_launcher(int64_t ranks, const std::string& where) {
+  if (ranks < 1) fail("{}: the number of ranks must be at least 1, got {}", where, ranks);
+  if (ranks == 1) return {};
+  return {"mpirun", "-np", std::to_string(ranks)};
 }
 
 std::filesystem::path find_app(const SweepSpec& spec, const std::filesystem::path& self) {

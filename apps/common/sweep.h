@@ -20,11 +20,16 @@
 //   comparisons:                          # Welch t-tests, effect = mean(b) - mean(a)
 //     - {name: "2-D vs 1-D", a: 1d_siren, b: 2d_siren, reference_effect: 0.0722, reference_p: 0.001}
 //   reference_source: "thesis Tables 5-7" # what the reference numbers are
+//   ranks: 2                              # optional: every run data-parallel, as `mpirun -np 2 app ...`
+//   launcher: [srun, -n, 4]               # optional, instead of ranks: the command put before the app
 //
 // Runs live in <runs>/<arm>/seed-<seed>/ (the app's run folder; its output goes to
 // <runs>/<arm>/seed-<seed>.log). A run with summary.json is finished and skipped; a run with a
 // config.yaml but no summary.json was interrupted and is continued with `app train --resume`;
-// any other is started (`app train --config ... -D... --out ... --overwrite`).
+// any other is started (`app train --config ... -D... --out ... --overwrite`). With `ranks` or
+// `launcher` that command (fresh or resumed) runs under the launcher: every app trains
+// data-parallel under mpirun or srun (docs/distributed.md); a launcher that is not a path is
+// looked up on PATH.
 //
 // Deliberately does not: run several runs at once, retry failed runs, or schedule on clusters.
 #pragma once
@@ -69,6 +74,7 @@ struct SweepSpec {
   std::vector<SweepArm> arms;  // grid already expanded
   std::vector<SweepComparison> comparisons;
   std::string reference_source;
+  std::vector<std::string> launcher;  // put before the app's command (empty: the app alone)
 };
 
 // Reads and checks a sweep file (errors name the file and the key).
@@ -91,6 +97,8 @@ void create_sweep_folders(const SweepSpec& spec);
 // `extra` are -D overrides added to every fresh run (after the arm's).
 std::vector<std::string> run_command(const SweepSpec& spec, const SweepRun& run, const std::filesystem::path& app,
                                      const std::vector<std::string>& extra, bool resume);
+// The launcher of `ranks` data-parallel ranks: mpirun -np <ranks> (nothing for 1 rank).
+std::vector<std::string> mpirun_launcher(int64_t ranks, const std::string& where);
 // The executable: spec.app when it holds a '/', else the file of that name beside `self`.
 std::filesystem::path find_app(const SweepSpec& spec, const std::filesystem::path& self);
 

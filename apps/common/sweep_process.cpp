@@ -129,7 +129,7 @@ int run_child_logged(const std::vector<std::string>& argv, const std::filesystem
       return 128 + g_stop_signal;
     }
     const SpawnSettings spawn(log_fd);
-    const int rc = ::posix_spawn(&pid, raw[0], spawn.files(), spawn.attr(), raw.data(), environ);
+    const int rc = ::posix_spawnp(&pid, raw[0], spawn.files(), spawn.attr(), raw.data(), environ);
     ::close(log_fd);
     if (rc != 0) fail("cannot start '{}': {}", argv[0], std::strerror(rc));
     g_child = pid;

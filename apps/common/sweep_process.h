@@ -27,7 +27,7 @@ int stop_signal();
 // "SIGINT", "SIGTERM", "SIGHUP" or "signal N".
 std::string signal_name(int signal);
 
-// Runs argv (argv[0] the executable's path; no shell) with its stdout and stderr appended to
+// Runs argv (argv[0] the executable's path, or a name looked up on PATH; no shell) with its stdout and stderr appended to
 // `log` (created, with its folder), and waits for it. A stop signal received meanwhile is passed
 // on to it; one received before it started means it is not started. Returns its exit status,
 // or 128 + the signal that ended it. An error naming the log or the program when either cannot

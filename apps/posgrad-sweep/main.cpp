@@ -2,10 +2,11 @@
 // skipping finished runs and resuming interrupted ones, then writes results.md, results.csv,
 // runs.csv and figures/curves.png into the sweep's folder (apps/common/sweep_report.h).
 //
-//   posgrad-sweep SWEEP.yaml [--out DIR] [-Dkey=value]... [--dry-run] [--table-only]
+//   posgrad-sweep SWEEP.yaml [--out DIR] [-Dkey=value]... [--ranks N] [--dry-run] [--table-only]
 //
 // -D overrides go to every fresh run (after the arms' own; e.g. -Dtrain.max_steps=3 for a smoke
-// test; results.md records them). --dry-run prints the command of every run and what it would
+// test; results.md records them). --ranks N runs every run data-parallel as `mpirun -np N app
+// ...` (1: the app alone), in place of the file's `ranks` or `launcher`. --dry-run prints the command of every run and what it would
 // do; --table-only writes the tables from the runs already there. The exit status is 1 when a
 // run failed (the others still run), else 0. Ctrl-C, SIGTERM or SIGHUP stops the run in progress
 // and the sweep (apps/common/sweep_process.h); the same command continues it. A sweep (but not
@@ -34,9 +35,12 @@ int main(int argc, char** argv) {
   std::string file, out;
   std::vector<std::string> overrides;
   bool dry_run = false, table_only = false;
+  int64_t ranks = 0;
   refuse_empty(app.add_option("sweep", file, "the sweep file (YAML; see apps/common/sweep.h)"))->required();
   refuse_empty(app.add_option("--out", out, "the sweep folder (default: the file's 'out', else runs/sweeps/<file stem>)"));
   app.add_option("-D", overrides, "key=value override for every fresh run (repeatable)");
+  app.add_option("--ranks", ranks, "run every run as N data-parallel ranks under mpirun (replaces the file's ranks or launcher)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--dry-run", dry_run, "print what each run would do, run nothing");
   app.add_flag("--table-only", table_only, "write the tables from the runs already there, run nothing");
   try {
@@ -46,6 +50,7 @@ int main(int argc, char** argv) {
   }
   try {
     SweepSpec spec = load_sweep(file);
+    if (ranks > 0) spec.launcher = mpirun_launcher(ranks, "--ranks");
     if (!out.empty()) {
       if (spec.runs == spec.out) spec.runs = out;
       spec.out = out;
@@ -99,8 +104,11 @@ int main(int argc, char** argv) {
     }
     if (dry_run) return 0;
     const auto results = collect_results(spec, runs, failures);
-    const std::string note =
+    std::string note =
         overrides.empty() ? "" : fmt::format("Every run also had -D{} (given to posgrad-sweep).", fmt::join(overrides, " -D"));
+    if (!spec.launcher.empty())
+      note += fmt::format("{}Every run was launched as `{} {}` (data parallel).", note.empty() ? "" : " ",
+                          fmt::join(spec.launcher, " "), spec.app);
     write_sweep_report(spec, results, note);
     fmt::print("results: {}\n", (spec.out / "results.md").string());
     if (stop_signal()) die_of_stop_signal();

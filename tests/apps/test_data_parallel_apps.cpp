@@ -1,8 +1,11 @@
 // The apps trained data-parallel, as `mpirun -np 2` (issue 29): a 2-rank run equals a 1-rank run
-// with the same global batch (count24, charlm, posattn), data parallel with gradient accumulation
-// equals one large batch (posattn), a resumed 2-rank run repeats the uninterrupted one (with 2
-// ranks exactly, with 1 rank to the tolerance), a batch the ranks cannot share is refused, and a
-// rank killed mid-run stops the others within seconds with the last checkpoint still loading.
+// with the same global batch (count24, charlm, posattn, cct), data parallel with gradient
+// accumulation equals one large batch (posattn), a resumed 2-rank run repeats the uninterrupted
+// one (with 2 ranks exactly, with 1 rank to the tolerance; cct's 2-rank run resumed as 1 rank), a
+// batch the ranks cannot share is refused, a rank killed mid-run stops the others within seconds
+// with the last checkpoint still loading, and posgrad-sweep runs a sweep's runs as 2 ranks.
+// The apps overlap the gradients' all-reduce with the backward (the default); the 2-rank runs
+// therefore check the overlapped path against the single process.
 //
 // Tolerance: the apps train in float32 (no app has a float64 setting). One process sums a
 // gradient over the whole batch inside its kernels; two ranks sum each half and then add the
@@ -10,8 +13,8 @@
 // (losses agree to ~1e-7 relative after a few steps). The comparisons allow 2e-4 (relative, or
 // absolute near zero), far below any change a wrong shard, a missing average or a second copy of
 // a batch makes (those move the losses in the second or third digit).
-// Skipped, saying why, in a build without MPI (POSGRAD_MPIEXEC empty); the posattn cases also
-// need CIFAR-10.
+// Skipped, saying why, in a build without MPI (POSGRAD_MPIEXEC empty); the posattn and cct cases
+// also need CIFAR-10.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -289,6 +292,40 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_stops_the_run_and_the_last_checkpoint_loads) 
   BOOST_TEST(launch(1, "charlm", "eval " + out.string() + " --checkpoint latest", eval_log) == 0, read_text(eval_log));
 }
 
+// A sweep file with `ranks: 2`: posgrad-sweep runs its run as `mpirun -np 2 count24 ...` (mpirun
+// from PATH; OpenMPI's variables allow root and more ranks than cores), the run says so in its
+// config.yaml and summary, and results.md names the launcher; --ranks 1 runs the app alone.
+BOOST_AUTO_TEST_CASE(a_sweep_runs_its_runs_as_two_ranks) {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "dp.yaml", out = tmp.path() / "out", log = tmp.path() / "sweep.txt";
+  write_file(file,
+             "app: count24\n"
+             "set: {train.steps: 20, train.log_every: 10, train.eval_every: 10, train.checkpoint_every: 10, "
+             "data.train_size: 1000, data.test_size: 200, train.batch_size: 50}\n"
+             "metric: test_accuracy\n"
+             "ranks: 2\n"
+             "seeds: [1]\n");
+  const std::string env = "PATH=" + fs::path(kMpiexec).parent_path().string() +
+                          ":$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                          "OMPI_MCA_rmaps_base_oversubscribe=1 " + kRankEnv;
+  const std::string sweep = (kBin / "posgrad-sweep").string() + " " + file.string() + " --out " + out.string();
+  const int status = std::system((env + sweep + " > " + log.string() + " 2>&1").c_str());
+  BOOST_REQUIRE_MESSAGE(WIFEXITED(status) && WEXITSTATUS(status) == 0, read_text(log));
+  const fs::path run = out / "base" / "seed-1";
+  BOOST_TEST(read_text(log).find("mpirun -np 2 " + (kBin / "count24").string() + " train") != std::string::npos,
+             read_text(log));
+  BOOST_TEST(read_text(run / "config.yaml").rfind("# data parallel: 2 ranks launched by mpirun", 0) == 0,
+             read_text(run / "config.yaml").substr(0, 200));
+  const auto summary = nlohmann::json::parse(read_text(run / "summary.json"));
+  BOOST_TEST(summary.at("data_parallel").at("ranks").get<int>() == 2);
+  BOOST_TEST(read_text(out / "results.md").find("Every run was launched as `mpirun -np 2 count24`") != std::string::npos,
+             read_text(out / "results.md"));
+
+  const int dry = std::system((env + sweep + " --ranks 1 --dry-run -Dtrain.steps=30 > " + log.string() + " 2>&1").c_str());
+  BOOST_TEST(WIFEXITED(dry));
+  BOOST_TEST(read_text(log).find("mpirun") == std::string::npos, read_text(log));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(data_parallel_posattn, *boost::unit_test::precondition(mpi_and_cifar_present()))
@@ -310,6 +347,42 @@ BOOST_AUTO_TEST_CASE(two_ranks_with_accumulation_equal_one_large_batch) {
   parameters_agree(a, b);
   BOOST_TEST(read_text(a / "config.yaml").find("global batch 20 = 2 x 10 per rank; 2 batches per optimizer step, so the "
                                                "effective batch is 40") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(data_parallel_cct, *boost::unit_test::precondition(mpi_and_cifar_present()))
+
+// cct as 2 ranks against 1 (batch 32: 16 per rank), with AutoAugment, crop and flip on (each
+// image's augmentation depends on the seed, the epoch and the image alone) and dropout, attention
+// dropout and DropPath off (their masks are drawn per rank: docs/distributed.md); then the 2-rank
+// run resumed from its epoch-1 checkpoint as 1 rank.
+BOOST_AUTO_TEST_CASE(two_ranks_equal_one_rank_and_resume_as_one) {
+  TempDir tmp;
+  const std::string cct =
+      "--config configs/cct/quick.yaml --config configs/cct/schemes/ape_grid.yaml -Ddata.small_dataset=500 "
+      "-Dmodel.layers=1 -Dmodel.width=16 -Dmodel.heads=2 -Dmodel.ff_width=32 -Dtrain.batch_size=32 -Dtrain.epochs=2 "
+      "-Dtrain.warmup_epochs=1 -Dtrain.paper_epochs=[1,2] -Dtrain.eval_batch_size=64 -Dseed=3 -Dmodel.dropout=0 "
+      "-Dmodel.ff_dropout=0 -Dmodel.attention_dropout=0 -Dmodel.drop_path_step=0";
+  const fs::path one = tmp.path() / "one", two = tmp.path() / "two", resumed = tmp.path() / "resumed";
+  const auto train = [&](int ranks, const std::string& args, const fs::path& log) {
+    BOOST_REQUIRE_MESSAGE(launch(ranks, "cct", args, log) == 0, read_text(log));
+  };
+  train(1, "train " + cct + " --out " + one.string(), tmp.path() / "one.txt");
+  train(2, "train " + cct + " --out " + two.string(), tmp.path() / "two.txt");
+  metrics_agree(one, two, {"train_loss", "val_loss", "val_acc", "test_acc", "lr"});
+  parameters_agree(one, two);
+  BOOST_TEST(read_text(two / "config.yaml").rfind("# data parallel: 2 ranks launched by mpirun (mpi); global batch 32 = 2 x 16 per rank", 0) == 0,
+             read_text(two / "config.yaml").substr(0, 200));
+  const auto summary = nlohmann::json::parse(read_text(two / "summary.json"));
+  BOOST_TEST(summary.at("data_parallel").at("ranks").get<int>() == 2);
+  BOOST_TEST(summary.at("data_parallel").at("overlap").get<bool>());
+
+  fs::copy(two, resumed, fs::copy_options::recursive);
+  remove_step(resumed, 11);  // 360 training images / 32: 11 steps an epoch
+  train(1, "train --resume " + resumed.string(), tmp.path() / "resumed.txt");
+  metrics_agree(two, resumed, {"train_loss", "val_loss", "val_acc", "test_acc"});
+  parameters_agree(two, resumed);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -227,6 +227,23 @@ BOOST_AUTO_TEST_CASE(bad_sweep_files_are_named) {
   BOOST_CHECK_EXCEPTION(load_sweep(f), posgrad::Error, [](const posgrad::Error& e) {
     return std::string(e.what()).find("unknown key 'metrik'") != std::string::npos;
   });
+  // ranks and launcher: the command before the app's; not both, and at least one rank.
+  std::ofstream(f) << "app: count24\nseeds: [1]\nranks: 0\n";
+  BOOST_CHECK_EXCEPTION(load_sweep(f), posgrad::Error, [](const posgrad::Error& e) {
+    return std::string(e.what()).find("ranks: the number of ranks must be at least 1, got 0") != std::string::npos;
+  });
+  std::ofstream(f) << "app: count24\nseeds: [1]\nranks: 2\nlauncher: [srun]\n";
+  BOOST_CHECK_EXCEPTION(load_sweep(f), posgrad::Error, [](const posgrad::Error& e) {
+    return std::string(e.what()).find("give 'ranks' or 'launcher', not both") != std::string::npos;
+  });
+  std::ofstream(f) << "app: count24\nseeds: [1]\nlauncher: [srun, -n, 4]\n";
+  const SweepSpec launched = load_sweep(f);
+  const auto command = run_command(launched, plan_sweep(launched)[0], "/bin/count24", {}, /*resume=*/true);
+  BOOST_TEST(command == (std::vector<std::string>{"srun", "-n", "4", "/bin/count24", "train", "--resume",
+                                                  plan_sweep(launched)[0].dir.string()}),
+             boost::test_tools::per_element());
+  std::ofstream(f) << "app: count24\nseeds: [1]\nranks: 3\n";
+  BOOST_TEST(load_sweep(f).launcher == (std::vector<std::string>{"mpirun", "-np", "3"}), boost::test_tools::per_element());
   // A grid expands every arm.
   std::ofstream(f) << "app: count24\nseeds: [1, 2]\narms:\n  - name: a\n  - name: b\ngrid: {train.lr: [0.1, 0.01]}\n";
   const SweepSpec spec = load_sweep(f);
