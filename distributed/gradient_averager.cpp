@@ -28,21 +28,23 @@ GradientAverager::GradientAverager(std::vector<Variable> parameters, ProcessGrou
     buckets_.back().elements += v.numel();
     bucket_of_[i] = buckets_.size() - 1;
   }
-  if (group_.size() > 1)
+  if (overlaps())
     for (size_t i = 0; i < parameters_.size(); ++i) parameters_[i].set_grad_ready_hook([this, i] { gradient_ready(i); });
 }
 
 GradientAverager::~GradientAverager() {
-  if (group_.size() > 1)
+  if (overlaps())
     for (Variable& p : parameters_) p.set_grad_ready_hook(nullptr);
 }
+
+bool GradientAverager::overlaps() const { return group_.size() > 1 && group_.sums_in_background(); }
 
 bool GradientAverager::staged(const Bucket& bucket) const {
   return bucket.device.is_cuda() && group_.engine() != "nccl";
 }
 
 void GradientAverager::overlap_next_backward() {
-  if (group_.size() == 1) return;
+  if (!overlaps()) return;
   POSGRAD_CHECK(next_to_start_ == 0 || !armed_,
                 "GradientAverager: overlap_next_backward() again while the previous backward's sums are in flight; "
                 "call average() first");

@@ -21,7 +21,8 @@
 // (ProcessGroup::start_all_reduce_sum) as soon as every gradient in it is final, in bucket order
 // (every rank must start the same sums in the same order, whatever order its own gradients come
 // in), and average() starts the buckets still waiting (parameters that backward did not reach),
-// then waits for all. Without it, average() sums bucket after bucket. Both paths pack the same
+// then waits for all. Without it, or with a group whose sums do not run in the background
+// (ProcessGroup::sums_in_background: NCCL here), average() sums bucket after bucket. Both paths pack the same
 // buffers and sum them with the same operation: two ranks give bit-identical results (with more,
 // MPI may order a non-blocking sum differently from a blocking one).
 //
@@ -63,6 +64,9 @@ class GradientAverager {
   // Between overlap_next_backward() and average(): sums may be in flight, so no other collective
   // may run (a rank whose backward missed a parameter starts that bucket only in average()).
   bool armed() const { return armed_; }
+  // Whether overlap_next_backward() acts: several ranks, and a group whose sums run in the
+  // background.
+  bool overlaps() const;
 
   struct Stats {
     int64_t calls = 0;

@@ -31,6 +31,7 @@ class MpiProcessGroup final : public ProcessGroup {
   std::string engine() const override { return "mpi"; }
   void all_reduce_sum(Tensor& t) override;
   std::unique_ptr<PendingSum> start_all_reduce_sum(Tensor& t) override;
+  bool sums_in_background() const override { return true; }
   void all_reduce_sum(std::vector<double>& values) override;
   void broadcast(Tensor& t, int root) override;
   void broadcast(std::string& bytes, int root) override;

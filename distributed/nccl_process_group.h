@@ -5,11 +5,14 @@
 // Each call runs on the current stream of the device and waits for it (the tensors are ready
 // when it returns), so the rest of posgrad needs no stream handling.
 //
-// Built only where CMake finds NCCL's header and library (nccl.h, libnccl) and the CUDA backend;
-// NOT YET RUN: this machine has no GPU and Debian 12 ships no NCCL (docs/distributed.md).
+// Built only where CMake finds NCCL's header (nccl.h) and the CUDA backend; the library is loaded
+// when the first group is made (nccl_library.h), which throws Error saying why when it cannot be.
+// NOT YET RUN on a GPU: no GPU was lent to this work (docs/distributed.md); the nccl_engine
+// tests run it as one rank on the first GPU that gpu_check.sh gets.
 //
-// Deliberately does not: overlap communication with computation on a side stream, or use more
-// than one GPU per rank.
+// Deliberately does not: overlap communication with computation on a side stream (its sums are
+// not started in the background, so the gradient averager does not overlap them with the
+// backward), or use more than one GPU per rank.
 #pragma once
 
 #include <memory>

@@ -62,6 +62,9 @@ class ProcessGroup {
     };
     return std::make_unique<Done>();
   }
+  // Whether start_all_reduce_sum returns before the sum is done (MPI). Where it does not, the
+  // gradient averager does not overlap (a sum inside the backward would only stall it).
+  virtual bool sums_in_background() const { return false; }
   // Sums host numbers (metrics, counts) over the ranks, in place.
   virtual void all_reduce_sum(std::vector<double>& values) = 0;
   // Rank `root`'s tensor into every rank's `t` (same shape and dtype everywhere).

@@ -28,7 +28,7 @@ command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] ||
   { echo "gpu_bundle: the CUDA toolkit (nvcc) is needed to build the CUDA backend" >&2; exit 1; }
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSGRAD_CUDA=ON -DPOSGRAD_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-  -DCMAKE_BUILD_RPATH='$ORIGIN/../lib' -DPOSGRAD_NCCL=OFF >/dev/null  # libnccl (200 MB) would not fit
+  -DCMAKE_BUILD_RPATH='$ORIGIN/../lib' -DPOSGRAD_NCCL=ON >/dev/null  # NCCL: loaded at run time, not carried
 source scripts/gpu_programs.sh
 programs=("${gpu_programs[@]}")
 data=${POSGRAD_DATA_DIR:-../shared/data}

@@ -3,7 +3,7 @@
 # (.gpu/, unpacked here on first use), in stages:
 #   tests  every suite with its CUDA cases (parity with the CPU, gradcheck on the GPU, golden
 #          PyTorch files on CUDA, every positional scheme, the char LM and checkpoint resume on
-#          the GPU, count24 on the GPU)
+#          the GPU, count24 on the GPU, the NCCL engine as one rank where the build has NCCL)
 #   bench  the GPU benchmarks against their PyTorch twins on the same GPU: matmul, the
 #          transformer step, the posattn thesis step (2-D SIREN + span t=0.1, B 20, 32x32), the
 #          charlm step at the shakespeare_gpu size
@@ -76,6 +76,13 @@ else
       [[ -n "$found" ]] && ld_path="$(dirname "$found")${ld_path:+:$ld_path}"
     fi
   done
+  # NCCL (loaded at run time by the NCCL engine, not carried: over 200 MB): the machine's own, in
+  # the loader's cache or searched for (PyTorch's wheels carry one); without it those tests skip.
+  if ! ldconfig -p 2>/dev/null | grep -q "libnccl.so.2 "; then
+    found=$(find /usr/local /usr/lib /opt $(python3 -c 'import site; print(*site.getsitepackages())' 2>/dev/null) \
+              -name libnccl.so.2 2>/dev/null | head -1)
+    [[ -n "$found" ]] && ld_path="$(dirname "$found")${ld_path:+:$ld_path}"
+  fi
   # The machine's own C++ runtime unless it is older than the one the bundle was built with.
   if LD_LIBRARY_PATH=$ld_path ldd "$bin/test_tensor" 2>&1 | grep -q "version .* not found"; then
     ld_path="$PWD/.gpu/fallback${ld_path:+:$ld_path}"
@@ -124,7 +131,7 @@ step() {
 }
 
 if wants tests; then
-  for suite in tensor autograd nn attention apps; do
+  for suite in tensor autograd nn attention apps distributed; do
     before=$(wc -l < "$out/tests.log" 2>/dev/null || echo 0)
     step "test_$suite" "$out/tests.log" run_posgrad "$bin/test_$suite" --log_level=test_suite --report_level=short
     rc=$?
@@ -137,7 +144,7 @@ if wants tests; then
 fi
 
 if wants smoke; then
-  for suite in tensor autograd nn attention apps; do
+  for suite in tensor autograd nn attention apps distributed; do
     step "test_$suite --list_content" "$out/tests.log" run_posgrad "$bin/test_$suite" --list_content
   done
 fi

@@ -57,7 +57,7 @@ nlohmann::json DataParallel::summary() const {
   const double steps = static_cast<double>(std::max<int64_t>(1, stats.calls));
   return {{"ranks", size()},
           {"engine", world_.engine()},
-          {"overlap", overlap_ && size() > 1},
+          {"overlap", overlap_ && averager_->overlaps()},
           {"optimizer_steps_here", stats.calls},
           {"allreduce_seconds_per_step", stats.seconds / steps},  // waiting after the backward
           {"allreduce_seconds_in_backward_per_step", stats.backward_seconds / steps},
