@@ -2,9 +2,15 @@
 // alone: nothing to overlap, the paths must still agree; 2 under mpirun): started sums, the
 // overlapped average bit for bit equal to the blocking one (float64), with a parameter that only
 // rank 0's graph reaches and one that no graph reaches, gradient accumulation where only the last
-// micro-batch's backward communicates, and the error for a second backward while armed.
+// micro-batch's backward communicates, the error for a second backward while armed, and the app
+// kit's DataParallel refusing a collective between the armed backward and average_gradients().
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "apps/common/data_parallel.h"
 #include "autograd/functions.h"
 #include "distributed/gradient_averager.h"
 #include "distributed/process_group.h"
@@ -144,6 +150,35 @@ BOOST_AUTO_TEST_CASE(a_second_backward_while_armed_is_refused) {
   });
   averager.average();  // every rank refused at the same point; the started sums still finish
   BOOST_TEST(!averager.armed());
+}
+
+// mean(), sum() and gather_rows() between overlap_next_backward() and average_gradients() would
+// interleave with the started sums in a rank-dependent order: they refuse, naming the rule.
+// (DataParallel sends the stdout of ranks other than 0 to /dev/null; the test restores it.)
+BOOST_AUTO_TEST_CASE(data_parallel_refuses_a_collective_while_sums_are_in_flight) {
+  std::fflush(stdout);
+  const int saved_stdout = dup(STDOUT_FILENO);
+  {
+    posgrad::apps::DataParallel dp(kCPU);
+    SmallNet net;
+    dp.replicate(net.first);
+    dp.overlap_next_backward();
+    sum(net.first.forward(Variable(Tensor::ones({2, 4}, kFloat64)))).backward();
+    if (dp.size() > 1) {
+      BOOST_CHECK_EXCEPTION(dp.mean(1.0), Error, [](const Error& e) {
+        return std::string(e.what()).find("mean() between overlap_next_backward() and average_gradients()") !=
+               std::string::npos;
+      });
+      BOOST_CHECK_THROW(dp.sum(1.0), Error);
+      BOOST_CHECK_THROW(dp.gather_rows(Tensor::ones({1, 2})), Error);
+    }
+    dp.average_gradients();
+    BOOST_TEST(dp.mean(1.0 + dp.rank()) == 1.0 + (dp.size() - 1) / 2.0);
+    BOOST_TEST(dp.summary().at("overlap").get<bool>() == (dp.size() > 1));
+  }
+  std::fflush(stdout);
+  dup2(saved_stdout, STDOUT_FILENO);
+  close(saved_stdout);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
