@@ -58,6 +58,12 @@ namespace {
 
 constexpr double kMaskEpsilon = 1e-8;  // the reference pipeline's renormalisation epsilon
 
+// The kinds of table the formula below reads (kTableKinds, attention_terms.h).
+constexpr size_t kKeyBias = table_kind("key_bias"), kQueryTable = table_kind("query_table"), kBias = table_kind("bias"),
+                 kModulation = table_kind("modulation"), kPositionalModulation = table_kind("positional_modulation"),
+                 kProbMask = table_kind("prob_mask");
+static_assert(kTableKindCount == 6, "a new kind of table needs its formula here: segment_logits and run_gradients");
+
 // exp for the row softmax (Lanes<T>::exp). float: a branch-free Cody-Waite reduction and a
 // degree-6 polynomial (relative error about 2e-7, inside float32's own rounding of the inputs) in
 // vector arithmetic; -inf and anything below -87 give exactly 0. double: std::exp (the float64
@@ -363,13 +369,10 @@ struct Head {
   const T* kt;      // [Dh, N]
   const T* vt;      // [Dh, N]
   const T* akey;    // [N] (a_h . k_j) or zeros
-  const T* key_bias;  // [Dh] or null
-  const T* table_t;   // [Dh, R] or null
-  const T* bias;      // [R] or null
-  const T* mod;       // [R] (ones when absent)
-  const T* modpos;    // [R] (ones when absent)
-  const T* mask;      // [R] (ones when absent)
-  const T* offset;    // [R] added to s (0 or -inf), or null
+  // This head's rows of each kind of table (kernel_table_layout: [Dh], [R] or [Dh, R]); an absent
+  // table is null when it adds to the logits, ones when it multiplies or masks.
+  std::array<const T*, kTableKindCount> table;
+  const T* offset;  // [R] added to s (0 or -inf), or null
   const uint8_t* padded;  // [N] or null
 };
 
@@ -398,8 +401,8 @@ struct Prepared {
           kth[d * N + j] = kh[j * Dh + d];
           vth[d * N + j] = vh[j * Dh + d];
         }
-      if (tables.key_bias) {
-        const T* a = tables.key_bias + (bh % P.H) * Dh;
+      if (tables.of[kKeyBias]) {
+        const T* a = tables.of[kKeyBias] + (bh % P.H) * Dh;
         T* ah = ap + bh * N;
         for (int64_t d = 0; d < Dh; ++d)
           for (int64_t j = 0; j < N; ++j) ah[j] += a[d] * kth[d * N + j];
@@ -416,12 +419,12 @@ struct Prepared {
     hd.kt = kt.data<T>() + bh * Dh * N;
     hd.vt = vt.data<T>() + bh * Dh * N;
     hd.akey = akey.data<T>() + bh * N;
-    hd.key_bias = tables.key_bias ? tables.key_bias + h * Dh : nullptr;
-    hd.table_t = tables.query_table_t ? tables.query_table_t + th * Dh * R : nullptr;
-    hd.bias = tables.bias ? tables.bias + th * R : nullptr;
-    hd.mod = tables.modulation ? tables.modulation + th * R : one;
-    hd.modpos = tables.positional_modulation ? tables.positional_modulation + th * R : one;
-    hd.mask = tables.prob_mask ? tables.prob_mask + th * R : one;
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) {
+      const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, Dh, R);
+      const T* table = tables.of[kind];
+      if (table) hd.table[kind] = table + (layout.relative ? th : h) * layout.rows * layout.entries;
+      else hd.table[kind] = kTableKinds[kind].merge == TableMerge::Add ? nullptr : one;
+    }
     hd.offset = tables.logit_offset ? tables.logit_offset + th * R : nullptr;
     hd.padded = P.padded ? P.padded + b * N : nullptr;
     return hd;
@@ -437,11 +440,11 @@ void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T
                     const Segment& g, T* __restrict s, T* __restrict c, T* __restrict p, bool keep_terms) {
   const int64_t N = P.N, R = P.R;
   const T* kt = hd.kt + g.j0;
-  const T* table = hd.table_t ? hd.table_t + g.r0 : nullptr;
+  const T* table = hd.table[kQueryTable] ? hd.table[kQueryTable] + g.r0 : nullptr;
   const T* akey = hd.akey + g.j0;
-  const T* mod = hd.mod + g.r0;
-  const T* modpos = hd.modpos + g.r0;
-  const T* bias = hd.bias ? hd.bias + g.r0 : nullptr;
+  const T* mod = hd.table[kModulation] + g.r0;
+  const T* modpos = hd.table[kPositionalModulation] + g.r0;
+  const T* bias = hd.table[kBias] ? hd.table[kBias] + g.r0 : nullptr;
   const T* offset = hd.offset ? hd.offset + g.r0 : nullptr;
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
@@ -489,9 +492,9 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
                    const DimValues<T, W>& dout_i, T row_lse, T D, T eps, const RunTerms<T>& out) {
   const int64_t N = P.N;
   const T* vt = hd.vt + g.j0;
-  const T* mod = hd.mod + g.r0;
-  const T* modpos = hd.modpos + g.r0;
-  const T* mask = hd.mask + g.r0;
+  const T* mod = hd.table[kModulation] + g.r0;
+  const T* modpos = hd.table[kPositionalModulation] + g.r0;
+  const T* mask = hd.table[kProbMask] + g.r0;
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
     V dov = Lanes<T>::splat(T(0));  // dout_i . v_j
@@ -568,7 +571,7 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
                         T* lse, T* dense_probs) {
   const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, Dh = P.Dh;
   const Prepared<T> prep(P, tables, k, v);
-  const bool masked = tables.prob_mask != nullptr;
+  const bool masked = tables.of[kProbMask] != nullptr;
   const int64_t row_keys = max_row_keys(P.geometry);
   constexpr int64_t kChunk = 32;  // queries per work item
   const int64_t chunks = (Nq + kChunk - 1) / kChunk, items = BH * chunks;
@@ -615,7 +618,7 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
           off = 0;
           for (const Segment& g : segs) {
             T* __restrict e = sc.e.data() + off;
-            const T* __restrict mk = hd.mask + g.r0;
+            const T* __restrict mk = hd.table[kProbMask] + g.r0;
             for (int64_t t = 0; t < g.len; ++t) {
               e[t] *= mk[t];
               Zm += e[t];
@@ -688,27 +691,22 @@ void zero_outside(T* buffer, int64_t union_begin, int64_t union_end, int64_t beg
 template <typename T>
 class ThreadTableGrads {
  public:
-  // One thread's copies, each the whole table (null: not wanted).
-  struct Copy {
-    T *key_bias = nullptr, *query_table_t = nullptr, *bias = nullptr, *modulation = nullptr,
-      *positional_modulation = nullptr, *prob_mask = nullptr;
-  };
+  using Copies = std::array<T*, kTableKindCount>;  // one thread's whole tables, per kind (null: not wanted)
   ThreadTableGrads(const Problem& P, const Grads<T>& grads, int threads) : threads_(threads) {
-    const int64_t heads = P.H * P.table_columns;  // the relative tables' heads
-    first_.key_bias = add(grads.key_bias, P.H * P.Dh);
-    first_.query_table_t = add(grads.query_table_t, heads * P.Dh * P.R);
-    first_.bias = add(grads.bias, heads * P.R);
-    first_.modulation = add(grads.modulation, heads * P.R);
-    first_.positional_modulation = add(grads.positional_modulation, heads * P.R);
-    first_.prob_mask = add(grads.prob_mask, heads * P.R);
-    sizes_ = {P.H * P.Dh, heads * P.Dh * P.R, heads * P.R};
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) {
+      const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, P.Dh, P.R);
+      const int64_t heads = layout.relative ? P.H * P.table_columns : P.H;
+      size_[kind] = heads * layout.rows * layout.entries;
+      if (!grads.of[kind]) continue;
+      tables_.push_back({grads.of[kind], size_[kind], Tensor::zeros({threads, size_[kind]}, dtype_of<T>())});
+      first_[kind] = tables_.back().per_thread.template data<T>();
+    }
   }
-  Copy of_thread(int tid) const {
-    auto mine = [&](T* base, int64_t size) { return base ? base + tid * size : nullptr; };
-    const int64_t key_bias = sizes_[0], query_table = sizes_[1], table = sizes_[2];
-    return {mine(first_.key_bias, key_bias),     mine(first_.query_table_t, query_table),
-            mine(first_.bias, table),            mine(first_.modulation, table),
-            mine(first_.positional_modulation, table), mine(first_.prob_mask, table)};
+  Copies of_thread(int tid) const {
+    Copies mine{};
+    for (size_t kind = 0; kind < kTableKindCount; ++kind)
+      mine[kind] = first_[kind] ? first_[kind] + tid * size_[kind] : nullptr;
+    return mine;
   }
   // Phase C: each wanted gradient = the sum of the threads' copies.
   void sum_into_targets() const {
@@ -728,15 +726,10 @@ class ThreadTableGrads {
     int64_t size;
     Tensor per_thread;  // [threads, size]
   };
-  T* add(T* target, int64_t size) {
-    if (!target) return nullptr;
-    tables_.push_back({target, size, Tensor::zeros({threads_, size}, dtype_of<T>())});
-    return tables_.back().per_thread.template data<T>();
-  }
   int threads_;
   std::vector<Table> tables_;
-  Copy first_;                   // thread 0's copies
-  std::array<int64_t, 3> sizes_;  // entries of key_bias, query_table_t and each [HT, R] table
+  Copies first_{};                                // thread 0's copies
+  std::array<int64_t, kTableKindCount> size_{};  // entries of each kind's whole table
 };
 
 // What stays fixed during one backward call, shared by its threads.
@@ -765,7 +758,7 @@ struct BackwardCall {
 template <typename T, class W>
 class BackwardWorker {
  public:
-  BackwardWorker(W dh, const BackwardCall<T>& call, const typename ThreadTableGrads<T>::Copy& mine)
+  BackwardWorker(W dh, const BackwardCall<T>& call, const typename ThreadTableGrads<T>::Copies& mine)
       : dh_(dh),
         call_(call),
         P_(call.P),
@@ -783,7 +776,7 @@ class BackwardWorker {
         wt_(static_cast<size_t>(kQueryBlock * call.P.Dh)),
         block_pm_(static_cast<size_t>(kQueryBlock * call.P.N)),
         block_dc_(static_cast<size_t>(kQueryBlock * call.P.N)),
-        block_dp_(call.grads.query_table_t ? static_cast<size_t>(kQueryBlock * call.P.R) : 0) {}
+        block_dp_(call.grads.of[kQueryTable] ? static_cast<size_t>(kQueryBlock * call.P.R) : 0) {}
 
   // dq of every query of batch-head bh, and dk, dv of its keys; adds to this thread's table
   // gradients.
@@ -830,10 +823,6 @@ class BackwardWorker {
   }
 
  private:
-  // Where this thread's gradients of one head's tables start (null: not wanted).
-  struct HeadTableGrads {
-    T *key_bias, *query_table_t, *bias, *modulation, *positional_modulation, *prob_mask;
-  };
   // Per segment index: the union of the block's runs, keys [j0, j1) and relative entries [r0, r1).
   struct BlockRun {
     int64_t j0, j1, r0, r1;
@@ -842,15 +831,12 @@ class BackwardWorker {
   // The head's tables and this thread's table gradients for query column x (x = 0 without
   // column tables).
   void select_column(int64_t x) {
-    const int64_t h = bh_ % P_.H, th = h * P_.table_columns + x, R = P_.R;
+    const int64_t h = bh_ % P_.H, th = h * P_.table_columns + x;
     hd_ = call_.prep.head(P_, call_.tables, call_.q, bh_, x);
-    auto row = [&](T* base, int64_t size) { return base ? base + th * size : nullptr; };
-    g_ = {mine_.key_bias ? mine_.key_bias + h * Dh_ : nullptr,
-          row(mine_.query_table_t, Dh_ * R),
-          row(mine_.bias, R),
-          row(mine_.modulation, R),
-          row(mine_.positional_modulation, R),
-          row(mine_.prob_mask, R)};
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) {
+      const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, Dh_, P_.R);
+      g_[kind] = mine_[kind] ? mine_[kind] + (layout.relative ? th : h) * layout.rows * layout.entries : nullptr;
+    }
   }
 
   // Phases A and B for the block's qn queries.
@@ -882,16 +868,16 @@ class BackwardWorker {
     T* ka = ka_.data() + slot * Dh_;
     for (int64_t d = 0; d < Dh_; ++d) {
       sc_.qs[d] = static_cast<T>(P_.scale) * qi[d];
-      ka[d] = sc_.qs[d] + (hd_.key_bias ? hd_.key_bias[d] : T(0));  // d content / d k_j
+      ka[d] = sc_.qs[d] + (hd_.table[kKeyBias] ? hd_.table[kKeyBias][d] : T(0));  // d content / d k_j
       wv_[slot * Dh_ + d] = doi[d];
       wt_[slot * Dh_ + d] = qi[d];
     }
     const DimValues<T, W> query(qi), scaled_query(sc_.qs.data()), dout_i(doi);
     T* pm = block_pm_.data() + slot * N;
     T* dc = block_dc_.data() + slot * N;
-    T* dp = g_.query_table_t ? block_dp_.data() + slot * R : nullptr;
-    const bool modulated = g_.modulation || g_.positional_modulation || g_.prob_mask;
-    const T eps = call_.tables.prob_mask ? static_cast<T>(kMaskEpsilon) : T(0);
+    T* dp = g_[kQueryTable] ? block_dp_.data() + slot * R : nullptr;
+    const bool modulated = g_[kModulation] || g_[kPositionalModulation] || g_[kProbMask];
+    const T eps = call_.tables.of[kProbMask] ? static_cast<T>(kMaskEpsilon) : T(0);
     for (size_t n = 0; n < segs_[slot].size(); ++n) {
       const Segment& g = segs_[slot][n];
       auto table_row = [&](T* head_row, int which) {
@@ -900,10 +886,10 @@ class BackwardWorker {
       const RunTerms<T> terms{pm + g.j0,
                               dc + g.j0,
                               dp ? dp + g.r0 : dp_scratch_.data(),
-                              table_row(g_.bias, 0),
-                              table_row(g_.modulation, 1),
-                              table_row(g_.positional_modulation, 2),
-                              table_row(g_.prob_mask, 3)};
+                              table_row(g_[kBias], 0),
+                              table_row(g_[kModulation], 1),
+                              table_row(g_[kPositionalModulation], 2),
+                              table_row(g_[kProbMask], 3)};
       segment_logits(dh_, hd_, P_, query, scaled_query, g, sc_.s.data(), sc_.c.data(), sc_.p.data(),
                      /*keep_terms=*/true);
       const T row_lse = call_.lse[row];
@@ -914,8 +900,8 @@ class BackwardWorker {
         run_gradients<T, W, false>(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), dout_i, row_lse, D,
                                    eps, terms);
       // dq_i = sum_j dp T[r] + scale sum_j dc k_j (and the key bias's gradient sum_j dc k_j)
-      if (hd_.table_t)
-        RowDotSums<T>::add_both(dh_, dq_table_, terms.dp, hd_.table_t + g.r0, R, dq_content_, terms.dc,
+      if (const T* table = hd_.table[kQueryTable])
+        RowDotSums<T>::add_both(dh_, dq_table_, terms.dp, table + g.r0, R, dq_content_, terms.dc,
                                 hd_.kt + g.j0, N, g.len);
       else
         dq_content_.add(dh_, terms.dc, hd_.kt + g.j0, N, g.len);
@@ -929,7 +915,7 @@ class BackwardWorker {
     dq_content_.finish(dck_.data());  // sum_j dc k_j
     for (int64_t d = 0; d < Dh_; ++d) {
       dqi[d] = sc_.acc[d] + static_cast<T>(P_.scale) * dck_[d];
-      if (g_.key_bias) g_.key_bias[d] += dck_[d];
+      if (g_[kKeyBias]) g_[kKeyBias][d] += dck_[d];
     }
   }
 
@@ -946,9 +932,9 @@ class BackwardWorker {
       add_query_block(qn, dkth + u.j0, N, Dh_, src, ka_.data(), len);
       for (int x = 0; x < qn; ++x) src[x] = block_pm_.data() + x * N + u.j0;
       add_query_block(qn, dvth + u.j0, N, Dh_, src, wv_.data(), len);
-      if (g_.query_table_t) {
+      if (g_[kQueryTable]) {
         for (int x = 0; x < qn; ++x) src[x] = block_dp_.data() + x * R + u.r0;
-        add_query_block(qn, g_.query_table_t + u.r0, R, Dh_, src, wt_.data(), u.r1 - u.r0);
+        add_query_block(qn, g_[kQueryTable] + u.r0, R, Dh_, src, wt_.data(), u.r1 - u.r0);
       }
     }
   }
@@ -956,7 +942,7 @@ class BackwardWorker {
   W dh_;
   const BackwardCall<T>& call_;
   const Problem& P_;
-  const typename ThreadTableGrads<T>::Copy mine_;
+  const typename ThreadTableGrads<T>::Copies mine_;  // this thread's table gradients
   const int64_t Dh_;
   Scratch<T> sc_;
   std::vector<T> dp_scratch_;        // d positional of one run when the query table's gradient is not wanted
@@ -966,7 +952,7 @@ class BackwardWorker {
   std::vector<T> unwanted_;          // 4 such rows: where gradients nobody wants go
   int64_t bh_ = 0;
   Head<T> hd_{};
-  HeadTableGrads g_{};
+  typename ThreadTableGrads<T>::Copies g_{};  // where this thread's gradients of the head's tables start
   // The block: per slot (an active query) its runs, its query, d content / d k_j (ka), dout_i
   // (wv), q_i (wt) and phase A's per-key buffers; the unions of its runs.
   std::span<const Segment> segs_[kQueryBlock];
