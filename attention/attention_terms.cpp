@@ -14,8 +14,9 @@ bool AttentionTerms::empty() const {
 }
 
 bool AttentionTerms::uses_relative_tables() const {
-  return query_table.defined() || bias.defined() || modulation.defined() || positional_modulation.defined() ||
-         prob_mask.defined();
+  for (const TableKind& kind : kTableKinds)
+    if (kind.shape != TableShape::HeadVector && (this->*kind.member).defined()) return true;
+  return false;
 }
 
 std::string AttentionTerms::fused_blocker() const {
@@ -26,24 +27,23 @@ std::string AttentionTerms::fused_blocker() const {
 }
 
 void merge_terms(AttentionTerms& all, const AttentionTerms& part, const std::string& owner) {
-  auto add = [](Variable& acc, const Variable& t) {
-    if (t.defined()) acc = acc.defined() ? acc + t : t;
-  };
-  auto multiply = [](Variable& acc, const Variable& t) {
-    if (t.defined()) acc = acc.defined() ? acc * t : t;
-  };
-  add(all.key_bias, part.key_bias);
-  add(all.query_table, part.query_table);
-  add(all.bias, part.bias);
-  multiply(all.modulation, part.modulation);
-  multiply(all.positional_modulation, part.positional_modulation);
-  if (part.prob_mask.defined()) {
-    if (all.prob_mask.defined())
-      fail("attention: hooks '{}' and '{}' both mask probabilities; two renormalisations in a row are not one "
-           "mask table",
-           all.prob_mask_owner, owner);
-    all.prob_mask = part.prob_mask;
-    all.prob_mask_owner = owner;
+  for (const TableKind& kind : kTableKinds) {
+    const Variable& table = part.*kind.member;
+    if (!table.defined()) continue;
+    Variable& merged = all.*kind.member;
+    const std::string name(kind.name);
+    if (!merged.defined()) {
+      merged = table;
+      all.table_owner[name] = owner;
+      continue;
+    }
+    switch (kind.merge) {
+      case TableMerge::Add: merged = merged + table; break;
+      case TableMerge::Multiply: merged = merged * table; break;
+      case TableMerge::OneHook:
+        fail("attention: hooks '{}' and '{}' both {} (table {}); only one hook may", all.table_owner[name], owner,
+             kind.role, kind.name);
+    }
   }
   if (part.dense_modulation.defined()) {
     all.dense_modulation =
@@ -61,9 +61,8 @@ AttentionTerms combine_attention_terms(const std::vector<std::shared_ptr<Attenti
 
 AttentionTerms detached(const AttentionTerms& terms) {
   AttentionTerms values = terms;
-  for (Variable* t : {&values.key_bias, &values.query_table, &values.bias, &values.modulation,
-                      &values.positional_modulation, &values.prob_mask})
-    if (t->defined()) *t = t->detach();
+  for (const TableKind& kind : kTableKinds)
+    if (Variable& t = values.*kind.member; t.defined()) t = t.detach();
   return values;
 }
 

@@ -23,13 +23,18 @@
 // apply it; fused_blocker() names it, so the fused path refuses such a layer (Auto takes the
 // reference).
 //
-// Deliberately not here: the hooks' formulas (schemes/, spans/) and the two implementations.
+// Also here: the list of the kinds of table (kTableKinds), each with its step of the reference
+// formula. Deliberately not here: the hooks' formulas (schemes/, spans/) and the two
+// implementations (reference_attention.h, fused/).
 // Shapes: letters of shape_legend.h.
 #pragma once
 
+#include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attention/offset_box.h"
@@ -50,7 +55,7 @@ struct AttentionTerms {
   // The escape hatch (reference only): multiplies all logits, broadcastable to [B, H, Nq, N].
   Tensor dense_modulation;
   std::string dense_modulation_owner;  // the hook that set it, for the fused path's error
-  std::string prob_mask_owner;         // the hook that set prob_mask, for merge_terms' error
+  std::map<std::string, std::string> table_owner;  // kind name -> the hook that set it first (errors)
 
   bool empty() const;
   // Whether any member is a table over the relative grid (these need grid or sequence positions).
@@ -58,6 +63,90 @@ struct AttentionTerms {
   // Why the fused op cannot take these terms ("" when it can).
   std::string fused_blocker() const;
 };
+
+// ------------------------------------------------------------------ the kinds of table
+// Everything generic about a table (merging two hooks' tables, detaching, the fused op's argument
+// checks and packing, its column tables and per-thread gradients) iterates over kTableKinds. Only
+// the formulas are written per kind: the reference's here (TableKind::reference), the fused
+// kernels' in fused/fused_kernels_impl.h (segment_logits, run_gradients). A new kind is a member of
+// AttentionTerms, an entry below, and its kernel formula: two files.
+
+enum class TableShape {
+  HeadVector,    // [H, Dh]: per head, over the head's dims (not a table over the relative grid)
+  Entries,       // [H, R] | [R]: a value per relative entry
+  EntryVectors,  // [H, R, Dh]: a vector per relative entry
+};
+// How the tables of several hooks combine.
+enum class TableMerge { Add, Multiply, OneHook };
+// Where the reference formula applies a kind: to the content and positional scores before the
+// logits are formed from them, to the logits, or to the probabilities.
+enum class TableStage { Scores, Logits, Probabilities };
+
+// The reference's [B, H, Nq, N] quantities while its formula is applied, and the dense forms of a
+// table that a kind's formula reads (defined in reference_attention.cpp).
+struct DenseScores {
+  Variable content;     // q . k scale, then the content terms
+  Variable positional;  // undefined until a positional term adds to it
+  Variable logits;      // content + positional, then the factors
+  Variable probs;       // softmax over the keys a query sees
+  // table [H, R] | [R] at each pair's relative entry (broadcastable to [B, H, Nq, N]).
+  Variable at_pairs(const Variable& table) const;
+  // q_i . table[h, rel(i, j)] for a table [H, R, Dh].
+  Variable query_dots(const Variable& table) const;
+  // table[h] . k_j for a table [H, Dh] ([B, H, 1, N]).
+  Variable key_dots(const Variable& table) const;
+  struct Inputs;  // q, k and the pairs' relative entries (reference_attention.cpp)
+  const Inputs* inputs = nullptr;
+};
+
+struct TableKind {
+  std::string_view name;
+  Variable AttentionTerms::*member;
+  TableShape shape;
+  TableMerge merge;
+  TableStage stage;
+  std::string_view role;  // what it does, for errors: "hooks 'a' and 'b' both <role>"
+  // Its step of the reference formula, given the merged table on the scores' device.
+  void (*reference)(DenseScores& s, const Variable& table);
+};
+
+// sum + x for a sum that may not have started (undefined).
+inline Variable plus(const Variable& sum, const Variable& x) { return sum.defined() ? sum + x : x; }
+
+// In the order of the formula: content(i, j) = scale q_i . k_j + key_bias[h] . k_j;
+// positional = (q_i . query_table[h, r] + bias[h, r]) positional_modulation[h, r];
+// logit = (content + positional) modulation[h, r]; p = softmax, then the renormalised prob_mask.
+inline constexpr TableKind kTableKinds[] = {
+    {"key_bias", &AttentionTerms::key_bias, TableShape::HeadVector, TableMerge::Add, TableStage::Scores,
+     "add u . k to the content", [](DenseScores& s, const Variable& t) { s.content = s.content + s.key_dots(t); }},
+    {"query_table", &AttentionTerms::query_table, TableShape::EntryVectors, TableMerge::Add, TableStage::Scores,
+     "add q . table[r] to the positional logits",
+     [](DenseScores& s, const Variable& t) { s.positional = plus(s.positional, s.query_dots(t)); }},
+    {"bias", &AttentionTerms::bias, TableShape::Entries, TableMerge::Add, TableStage::Scores,
+     "add a bias to the positional logits",
+     [](DenseScores& s, const Variable& t) { s.positional = plus(s.positional, s.at_pairs(t)); }},
+    {"positional_modulation", &AttentionTerms::positional_modulation, TableShape::Entries, TableMerge::Multiply,
+     TableStage::Scores, "scale the positional logits",
+     [](DenseScores& s, const Variable& t) {
+       if (s.positional.defined()) s.positional = s.positional * s.at_pairs(t);
+     }},
+    {"modulation", &AttentionTerms::modulation, TableShape::Entries, TableMerge::Multiply, TableStage::Logits,
+     "scale the logits", [](DenseScores& s, const Variable& t) { s.logits = s.logits * s.at_pairs(t); }},
+    {"prob_mask", &AttentionTerms::prob_mask, TableShape::Entries, TableMerge::OneHook, TableStage::Probabilities,
+     "mask probabilities (two renormalisations in a row are not one mask table)",
+     [](DenseScores& s, const Variable& t) {
+       const Variable masked = s.probs * s.at_pairs(t);
+       s.probs = masked / (sum(masked, {-1}, true) + 1e-8);
+     }},
+};
+inline constexpr size_t kTableKindCount = std::size(kTableKinds);
+
+// The index of kind `name` in kTableKinds (a compile error when there is none).
+consteval size_t table_kind(std::string_view name) {
+  for (size_t i = 0; i < kTableKindCount; ++i)
+    if (kTableKinds[i].name == name) return i;
+  throw "no table kind of that name";
+}
 
 // What one attention call needs besides q, k, v and the terms; none of it is differentiable.
 struct AttentionSpec {
@@ -67,8 +156,8 @@ struct AttentionSpec {
   double scale = 1.0;            // of q . k (1 / sqrt(Dh))
 };
 
-// Adds `part` (the terms of `owner`) to `all` as above; an Error naming both owners when both mask
-// probabilities.
+// Adds `part` (the terms of `owner`) to `all` as each kind's TableMerge says; an Error naming both
+// owners when both set a OneHook kind.
 void merge_terms(AttentionTerms& all, const AttentionTerms& part, const std::string& owner);
 
 // Every hook's terms for `positions` in `dtype`, merged as above.

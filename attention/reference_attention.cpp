@@ -49,6 +49,29 @@ Variable pair_table(const Variable& table, const Tensor& rel, int64_t Nq, int64_
 
 }  // namespace
 
+struct DenseScores::Inputs {
+  const Variable& q;   // [B, H, Nq, Dh]
+  const Variable& k;   // [B, H, N, Dh]
+  const Positions& positions;
+  Tensor rel;          // [Nq * N] relative entry of each pair (undefined without relative tables)
+};
+
+Variable DenseScores::at_pairs(const Variable& table) const {
+  return pair_table(table, inputs->rel, inputs->q.size(2), inputs->k.size(2));
+}
+
+Variable DenseScores::query_dots(const Variable& table) const {
+  const Variable& q = inputs->q;
+  const int64_t B = q.size(0), H = q.size(1), Nq = q.size(2), N = inputs->k.size(2), R = table.size(1);
+  Variable per_entry = matmul(q, transpose(table, -1, -2));  // [B, H, Nq, R]
+  const Tensor flat = relative_rows(inputs->positions, Nq, true).to(q.value().device());
+  return reshape(index_select(reshape(per_entry, {B, H, Nq * R}), 2, flat), {B, H, Nq, N});
+}
+
+Variable DenseScores::key_dots(const Variable& u) const {  // u [H, Dh]
+  return matmul(reshape(u, {1, u.size(0), 1, u.size(1)}), transpose(inputs->k, -1, -2));  // [B, H, 1, N]
+}
+
 Variable reference_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
                              const AttentionSpec& spec, Tensor* probs_out, const ProbabilityDropout& dropout) {
   if (q.dim() != 4 || k.dim() != 4 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(1) != k.size(1) ||
@@ -67,25 +90,20 @@ Variable reference_attention(const Variable& q, const Variable& k, const Variabl
     fail("attention: relative tables and key ranges need grid or sequence positions, not {}", pos.describe());
   const Tensor rel = relative ? relative_rows(pos, Nq, false).to(device) : Tensor();
 
-  Variable content = matmul(q, transpose(k, -1, -2)) * spec.scale;  // [B, H, Nq, N]
-  if (terms.key_bias.defined()) {
-    const Variable u = on_device(terms.key_bias, device);  // [H, Dh]
-    content = content + matmul(reshape(u, {1, u.size(0), 1, u.size(1)}), transpose(k, -1, -2));  // [B, H, 1, N]
-  }
-  Variable positional;
-  auto add_positional = [&](const Variable& t) { positional = positional.defined() ? positional + t : t; };
-  if (terms.query_table.defined()) {
-    const Variable table = on_device(terms.query_table, device);              // [H, R, Dh]
-    const int64_t H = q.size(1), R = table.size(1);
-    Variable per_entry = matmul(q, transpose(table, -1, -2));                 // [B, H, Nq, R]
-    const Tensor flat = relative_rows(pos, Nq, true).to(device);
-    add_positional(reshape(index_select(reshape(per_entry, {B, H, Nq * R}), 2, flat), {B, H, Nq, N}));
-  }
-  if (terms.bias.defined()) add_positional(pair_table(on_device(terms.bias, device), rel, Nq, N));
-  if (positional.defined() && terms.positional_modulation.defined())
-    positional = positional * pair_table(on_device(terms.positional_modulation, device), rel, Nq, N);
-  Variable logits = positional.defined() ? content + positional : content;
-  if (terms.modulation.defined()) logits = logits * pair_table(on_device(terms.modulation, device), rel, Nq, N);
+  // The formula, kind by kind in the order of kTableKinds (attention_terms.h), stage by stage.
+  const DenseScores::Inputs inputs{q, k, pos, rel};
+  DenseScores s;
+  s.inputs = &inputs;
+  auto apply = [&](TableStage stage) {
+    for (const TableKind& kind : kTableKinds)
+      if (kind.stage == stage && (terms.*kind.member).defined())
+        kind.reference(s, on_device(terms.*kind.member, device));
+  };
+  s.content = matmul(q, transpose(k, -1, -2)) * spec.scale;  // [B, H, Nq, N]
+  apply(TableStage::Scores);
+  s.logits = s.positional.defined() ? s.content + s.positional : s.content;
+  apply(TableStage::Logits);
+  Variable& logits = s.logits;
   if (terms.dense_modulation.defined()) logits = logits * Variable(terms.dense_modulation.to(device));
 
   // Blocked keys: outside the key box (by relative entry) or padded.
@@ -107,11 +125,9 @@ Variable reference_attention(const Variable& q, const Variable& k, const Variabl
     blocked = blocked_union(blocked, mask_indicator(spec.key_padding.to(device), logits.dtype()).reshape({B, 1, 1, N}));
   }
   if (blocked.defined()) logits = masked_fill(logits, blocked, -std::numeric_limits<double>::infinity());
-  Variable probs = softmax(logits, -1);
-  if (terms.prob_mask.defined()) {
-    Variable masked = probs * pair_table(on_device(terms.prob_mask, device), rel, Nq, N);
-    probs = masked / (sum(masked, {-1}, true) + 1e-8);
-  }
+  s.probs = softmax(logits, -1);
+  apply(TableStage::Probabilities);
+  Variable probs = s.probs;
   if (probs_out) *probs_out = probs.value();
   if (dropout.rate > 0.0 && dropout.training) {
     if (!dropout.gen) fail("reference attention: dropout on the probabilities needs a generator");

@@ -11,6 +11,10 @@
 //                              [--cases 1d1024,1d4096,2d32,2d64] [--no-torch]
 // Fraction f means the window holds about f*N keys: 1-D radius (fN - 1)/2, 2-D side sqrt(f)*S.
 // At f = 1 there is no window (full attention). "keys" is the key box's size per query.
+// The floor (bench_floor.h): "GFLOP" counts the step's matmuls (projections, q . k and p v over the
+// box, forward + backward = 3x forward), "fused/floor" is the fused wall time over the time those
+// FLOPs take at the SGEMM rate measured at the start of the run (printed with the CPU's vector
+// extensions), so that figures from different machines compare.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -23,6 +27,7 @@
 #include "attention/multi_head_attention.h"
 #include "attention/registry.h"
 #include "bench/bench_cli.h"
+#include "bench/bench_floor.h"
 #include "bench/torch_twin.h"
 #include "posgrad.h"
 
@@ -125,8 +130,11 @@ int main(int argc, char** argv) try {
   const int64_t B = a["batch"], D = a["width"], H = a["heads"];
   const int reps = static_cast<int>(a["reps"]), warmup = static_cast<int>(a["warmup"]);
   fmt::print("attention forward+backward, B={} D={} H={} (Dh={}), {} threads, median of {} runs\n", B, D, H, D / H, threads, reps);
-  fmt::print("{:>8} {:>9} {:>7} {:>12} {:>12} {:>9} {:>10} {:>12} {:>10} {:>12} {:>10}\n", "case", "fraction", "keys",
-             "reference ms", "fused ms", "speedup", "fused ms", "fused cpu ms", "span gain", "torch ms", "fused/torch");
+  const bench::MachineFloor floor = bench::measure_sgemm_floor(threads);
+  bench::print_machine(floor);
+  fmt::print("{:>8} {:>9} {:>7} {:>12} {:>12} {:>9} {:>10} {:>12} {:>10} {:>12} {:>10} {:>8} {:>11}\n", "case", "fraction",
+             "keys", "reference ms", "fused ms", "speedup", "fused ms", "fused cpu ms", "span gain", "torch ms",
+             "fused/torch", "GFLOP", "fused/floor");
   const std::vector<std::pair<std::string, double>> fractions{{"1", 1.0}, {"1/2", 0.5}, {"1/8", 0.125}, {"1/32", 1.0 / 32}};
   for (const Case& c : cases) {
     double fused_full = -1;
@@ -156,11 +164,15 @@ int main(int argc, char** argv) try {
                            threads);
         if (t.count("median_ms")) theirs = t["median_ms"];
       }
-      fmt::print("{:>8} {:>9} {:>7} {:>12.1f} {:>12.1f} {:>8.2f}x {:>10.1f} {:>12.1f} {:>9.2f}x {:>12} {:>10}\n", c.name,
-                 label, keys, ref, fused, ref / fused, fused, fused_timing.cpu_ms,
+      // The step's FLOPs (bench_floor.h): the four projections and the attention over the box.
+      const double flops = bench::kForwardAndBackward *
+                           (4 * bench::linear_flops(B * N, D, D) + bench::attention_flops(B, H, N, double(keys), D / H));
+      const double floor_ms = flops / (floor.sgemm_gflops * 1e9) * 1e3;
+      fmt::print("{:>8} {:>9} {:>7} {:>12.1f} {:>12.1f} {:>8.2f}x {:>10.1f} {:>12.1f} {:>9.2f}x {:>12} {:>10} {:>8.2f} {:>10.1f}x\n",
+                 c.name, label, keys, ref, fused, ref / fused, fused, fused_timing.cpu_ms,
                  fused_full > 0 ? fused_full / fused_timing.cpu_ms : 0.0,
                  theirs > 0 ? fmt::format("{:.1f}", theirs) : "n/a",
-                 theirs > 0 ? fmt::format("{:.2f}x", fused / theirs) : "n/a");
+                 theirs > 0 ? fmt::format("{:.2f}x", fused / theirs) : "n/a", flops / 1e9, fused / floor_ms);
       std::fflush(stdout);
     }
   }

@@ -6,7 +6,10 @@
 // system time of a step is mostly page faults on freshly mapped memory; and the caching host
 // allocator's counters (tensor/cpu/caching_allocator.h) over the timed steps.
 //
-// Also prints the share of the N^2 score entries the attention path computes (mean over layers).
+// Also prints the share of the N^2 score entries the attention path computes (mean over layers),
+// and on the CPU the step's floor (bench_floor.h): its matmul FLOPs, this machine's SGEMM rate
+// measured in the same run, the step's ratio to the time those FLOPs take at that rate, and the
+// CPU's vector extensions, so that figures from different machines compare.
 //
 // PyTorch twins (bench/posattn_torch.py, run on the same thread count; --twins none skips them):
 // `v1`, the thesis's own layout (P [H, Dh, N, N] materialised per query/key pair), and
@@ -39,6 +42,7 @@
 
 #include "apps/common/device_setting.h"
 #include "bench/bench_cli.h"
+#include "bench/bench_floor.h"
 #include "bench/torch_twin.h"
 #include "nn/checkpoint.h"
 #include "posgrad.h"
@@ -198,6 +202,18 @@ int main(int argc, char** argv) try {
              (after.user_s - before.user_s) / reps, (after.system_s - before.system_s) / reps,
              double(after.minor_faults - before.minor_faults) / reps);
   fmt::print("  peak RSS {:.0f} MiB\n", double(after.max_rss_kib) / 1024.0);
+  if (device.is_cpu()) {
+    // The step's FLOPs (bench_floor.h): the input layer; per block the q, k, v and o projections,
+    // the attention over the keys it computes (the mean share) and the FFN; the output layers.
+    const int64_t B = a["batch"], N = side * side, D = cfg.width, rows = B * N;
+    const double block = 4 * bench::linear_flops(rows, D, D) +
+                         bench::attention_flops(B, cfg.heads, N, share * double(N), D / cfg.heads) +
+                         bench::linear_flops(rows, D, cfg.ff_width) + bench::linear_flops(rows, cfg.ff_width, D);
+    const double forward = bench::linear_flops(rows, cfg.input_dim, D) + double(cfg.layers) * block +
+                           bench::linear_flops(B, D, cfg.output_hidden) +
+                           bench::linear_flops(B, cfg.output_hidden, cfg.classes);
+    bench::print_floor(bench::measure_sgemm_floor(threads), bench::kForwardAndBackward * forward, median);
+  }
   fmt::print("  host allocator over the timed steps: {} system allocations, {} frees, {} cache hits; "
              "peak in use {:.0f} MiB, cached now {:.0f} MiB\n",
              memory.system_allocs - memory_before.system_allocs,

@@ -93,12 +93,10 @@ class ColumnTables {
     for (int64_t x = 0; x < S; ++x)
       for (int64_t rc = 0; rc < Rc; ++rc)
         source_entry_[x * Rc + rc] = (rc / S) * (2 * S - 1) + (rc % S) - x + S - 1;
-    tables_.key_bias = tables.key_bias;  // [H, Dh]: not relative
-    tables_.query_table_t = relay(tables.query_table_t, P.Dh, table_t_);
-    tables_.bias = relay(tables.bias, 1, bias_);
-    tables_.modulation = relay(tables.modulation, 1, modulation_);
-    tables_.positional_modulation = relay(tables.positional_modulation, 1, positional_modulation_);
-    tables_.prob_mask = relay(tables.prob_mask, 1, prob_mask_);
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) {
+      const int64_t rows = relative_rows(kind);
+      tables_.of[kind] = rows > 0 ? relay(tables.of[kind], rows, relaid_[kind]) : tables.of[kind];
+    }
     if (clips_last_dim(P.geometry)) tables_.logit_offset = box_offsets();
   }
   const Problem& problem() const { return C_; }
@@ -108,23 +106,22 @@ class ColumnTables {
   // a column-layout buffer (kept here until fold).
   Grads<T> grads_for(const Grads<T>& grads) {
     Grads<T> g = grads;
-    g.query_table_t = buffer(grads.query_table_t, P_.Dh, g_table_t_);
-    g.bias = buffer(grads.bias, 1, g_bias_);
-    g.modulation = buffer(grads.modulation, 1, g_modulation_);
-    g.positional_modulation = buffer(grads.positional_modulation, 1, g_positional_modulation_);
-    g.prob_mask = buffer(grads.prob_mask, 1, g_prob_mask_);
+    for (size_t kind = 0; kind < kTableKindCount; ++kind)
+      if (const int64_t rows = relative_rows(kind); rows > 0) g.of[kind] = buffer(grads.of[kind], rows, grads_[kind]);
     return g;
   }
   // Sums the column gradients into `grads`' relative tables (overwriting them).
   void fold(const Grads<T>& grads) const {
-    fold_one(g_table_t_, P_.Dh, grads.query_table_t);
-    fold_one(g_bias_, 1, grads.bias);
-    fold_one(g_modulation_, 1, grads.modulation);
-    fold_one(g_positional_modulation_, 1, grads.positional_modulation);
-    fold_one(g_prob_mask_, 1, grads.prob_mask);
+    for (size_t kind = 0; kind < kTableKindCount; ++kind)
+      if (const int64_t rows = relative_rows(kind); rows > 0) fold_one(grads_[kind], rows, grads.of[kind]);
   }
 
  private:
+  // Rows per head of kind `kind`'s table when it is over the relative grid, else 0.
+  int64_t relative_rows(size_t kind) const {
+    const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, P_.Dh, P_.R);
+    return layout.relative ? layout.rows : 0;
+  }
   // A table [H, rows, R] (rows = Dh for the query table, 1 for the others) -> [H S, rows, Rc].
   const T* relay(const T* table, int64_t rows, Tensor& out) const {
     if (!table) return nullptr;
@@ -183,8 +180,8 @@ class ColumnTables {
   Problem P_, C_;
   std::vector<int64_t> source_entry_;  // [S, Rc]: the original entry of column x's entry rc
   Tables<T> tables_;
-  Tensor table_t_, bias_, modulation_, positional_modulation_, prob_mask_, offsets_;
-  Tensor g_table_t_, g_bias_, g_modulation_, g_positional_modulation_, g_prob_mask_;
+  std::array<Tensor, kTableKindCount> relaid_, grads_;  // per kind: the re-laid table, its gradient
+  Tensor offsets_;
 };
 
 }  // namespace posgrad::fused_detail

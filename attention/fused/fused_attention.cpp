@@ -15,59 +15,44 @@ namespace {
 
 using fused_detail::Problem;
 
-// The tables as the kernels read them (contiguous, per head); undefined = absent.
-struct KernelTables {
-  Variable key_bias;               // [H, Dh]
-  Variable query_table_t;          // [H, Dh, R]
-  Variable bias, modulation, positional_modulation, prob_mask;  // [H, R]
-  std::vector<Variable*> all() {
-    return {&key_bias, &query_table_t, &bias, &modulation, &positional_modulation, &prob_mask};
-  }
-};
+// The tables as the kernels read them (kernel_table_layout: contiguous, per head), per kind of
+// kTableKinds; undefined = absent.
+using KernelTables = std::array<Variable, kTableKindCount>;
 
-void check_table(const Variable& t, const char* name, DType dtype) {
+// A hook's table of kind `kind` -> the kernels' layout, or an Error naming the shape it must have.
+Variable kernel_table(const TableKind& kind, const Variable& t, int64_t H, int64_t R, int64_t Dh, DType dtype) {
   if (!t.value().device().is_cpu())
-    fail("fused attention: table {} must be on the CPU, got {}", name, t.value().describe());
+    fail("fused attention: table {} must be on the CPU, got {}", kind.name, t.value().describe());
   if (t.dtype() != dtype)
-    fail("fused attention: table {} is {} but q is {}; convert the hook with to()", name, t.value().describe(),
+    fail("fused attention: table {} is {} but q is {}; convert the hook with to()", kind.name, t.value().describe(),
          dtype_name(dtype));
-}
-
-// [R] or [H, R] -> contiguous [H, R].
-Variable per_head(const Variable& t, const char* name, int64_t H, int64_t R, DType dtype) {
-  if (!t.defined()) return t;
-  check_table(t, name, dtype);
-  if (t.dim() == 1 && t.size(0) == R) return contiguous(expand(unsqueeze(t, 0), {H, R}));
-  if (t.dim() == 2 && t.size(0) == H && t.size(1) == R) return contiguous(t);
-  fail("fused attention: table {} must be [R] or [H, R] = [{}, {}], got {}", name, H, R, t.value().describe());
+  switch (kind.shape) {
+    case TableShape::HeadVector:
+      if (t.dim() == 2 && t.size(0) == H && t.size(1) == Dh) return contiguous(t);
+      fail("fused attention: {} must be [H, Dh] = [{}, {}], got {}", kind.name, H, Dh, t.value().describe());
+    case TableShape::Entries:  // [R] or [H, R] -> contiguous [H, R]
+      if (t.dim() == 1 && t.size(0) == R) return contiguous(expand(unsqueeze(t, 0), {H, R}));
+      if (t.dim() == 2 && t.size(0) == H && t.size(1) == R) return contiguous(t);
+      fail("fused attention: table {} must be [R] or [H, R] = [{}, {}], got {}", kind.name, H, R, t.value().describe());
+    case TableShape::EntryVectors:  // [H, R, Dh] -> [H, Dh, R]
+      if (t.dim() == 3 && t.size(0) == H && t.size(1) == R && t.size(2) == Dh) return contiguous(transpose(t, 1, 2));
+      fail("fused attention: {} must be [H, R, Dh] = [{}, {}, {}], got {}", kind.name, H, R, Dh, t.value().describe());
+  }
+  return t;
 }
 
 KernelTables kernel_tables(const AttentionTerms& terms, int64_t H, int64_t R, int64_t Dh, DType dtype) {
   KernelTables kt;
-  if (terms.key_bias.defined()) {
-    check_table(terms.key_bias, "key_bias", dtype);
-    if (terms.key_bias.dim() != 2 || terms.key_bias.size(0) != H || terms.key_bias.size(1) != Dh)
-      fail("fused attention: key_bias must be [H, Dh] = [{}, {}], got {}", H, Dh, terms.key_bias.value().describe());
-    kt.key_bias = contiguous(terms.key_bias);
-  }
-  if (terms.query_table.defined()) {
-    check_table(terms.query_table, "query_table", dtype);
-    const Variable& t = terms.query_table;
-    if (t.dim() != 3 || t.size(0) != H || t.size(1) != R || t.size(2) != Dh)
-      fail("fused attention: query_table must be [H, R, Dh] = [{}, {}, {}], got {}", H, R, Dh, t.value().describe());
-    kt.query_table_t = contiguous(transpose(t, 1, 2));  // [H, Dh, R]
-  }
-  kt.bias = per_head(terms.bias, "bias", H, R, dtype);
-  kt.modulation = per_head(terms.modulation, "modulation", H, R, dtype);
-  kt.positional_modulation = per_head(terms.positional_modulation, "positional_modulation", H, R, dtype);
-  kt.prob_mask = per_head(terms.prob_mask, "prob_mask", H, R, dtype);
+  for (size_t i = 0; i < kTableKindCount; ++i)
+    if (const Variable& t = terms.*kTableKinds[i].member; t.defined()) kt[i] = kernel_table(kTableKinds[i], t, H, R, Dh, dtype);
   return kt;
 }
 
 template <typename T>
-fused_detail::Tables<T> table_pointers(const std::vector<Tensor>& t) {  // in KernelTables::all() order
-  auto ptr = [&](size_t i) -> const T* { return t[i].defined() ? t[i].data<T>() : nullptr; };
-  return {ptr(0), ptr(1), ptr(2), ptr(3), ptr(4), ptr(5)};
+fused_detail::Tables<T> table_pointers(const std::vector<Tensor>& t) {  // in KernelTables order
+  fused_detail::Tables<T> tables;
+  for (size_t i = 0; i < kTableKindCount; ++i) tables.of[i] = t[i].defined() ? t[i].data<T>() : nullptr;
+  return tables;
 }
 
 // Everything the kernels need besides the tensors; `padded` owns the padding bytes.
@@ -150,12 +135,12 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
   KernelTables kt = kernel_tables(terms, H, setup.problem.R, Dh, q.dtype());
 
   std::vector<Variable> inputs{q, k, v};
-  std::vector<Tensor> table_values;  // in KernelTables::all() order, undefined where absent
+  std::vector<Tensor> table_values;  // in KernelTables order, undefined where absent
   std::vector<int> table_slot;       // input index of each table (-1 absent)
-  for (Variable* t : kt.all()) {
-    table_values.push_back(t->defined() ? t->value() : Tensor());
-    table_slot.push_back(t->defined() ? static_cast<int>(inputs.size()) : -1);
-    if (t->defined()) inputs.push_back(*t);
+  for (const Variable& t : kt) {
+    table_values.push_back(t.defined() ? t.value() : Tensor());
+    table_slot.push_back(t.defined() ? static_cast<int>(inputs.size()) : -1);
+    if (t.defined()) inputs.push_back(t);
   }
   const Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
   Tensor lse;
@@ -172,9 +157,9 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
                     if (table_slot[i] >= 0 && needs[static_cast<size_t>(table_slot[i])])
                       dtables[i] = Tensor::empty(table_values[i].shape(), qc.dtype());
                   dispatch_float(qc.dtype(), "fused attention backward", [&]<typename T>() {
-                    auto ptr = [&](size_t i) -> T* { return dtables[i].defined() ? dtables[i].data<T>() : nullptr; };
-                    fused_detail::Grads<T> gr{dq.data<T>(), dk.data<T>(), dv.data<T>(), ptr(0), ptr(1), ptr(2),
-                                              ptr(3), ptr(4), ptr(5)};
+                    fused_detail::Grads<T> gr{dq.data<T>(), dk.data<T>(), dv.data<T>(), {}};
+                    for (size_t i = 0; i < kTableKindCount; ++i)
+                      gr.of[i] = dtables[i].defined() ? dtables[i].data<T>() : nullptr;
                     fused_detail::backward<T>(P, table_pointers<T>(table_values), qc.data<T>(), kc.data<T>(),
                                               vc.data<T>(), out.data<T>(), lse.data<T>(), gc.data<T>(), gr);
                   });
@@ -195,7 +180,7 @@ Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, 
   const Setup setup = make_setup(q, k, spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, q.size(1), setup.problem.R, q.size(3), q.dtype());
   std::vector<Tensor> table_values;
-  for (Variable* t : kt.all()) table_values.push_back(t->defined() ? t->value().contiguous() : Tensor());
+  for (const Variable& t : kt) table_values.push_back(t.defined() ? t.value().contiguous() : Tensor());
   Tensor lse, probs;
   run_forward(setup, table_values, q.contiguous(), k.contiguous(), v.contiguous(), lse, &probs);
   return probs;

@@ -20,11 +20,14 @@
 // Deliberately not here: autograd, argument checks and the combination of the hooks' tables
 // (fused_attention.cpp).
 // Shapes: letters of shape_legend.h; T, c, G, P, M above are the AttentionTerms tables query_table,
-// bias, modulation, positional_modulation and prob_mask.
+// bias, modulation, positional_modulation and prob_mask, a_h is key_bias (kTableKinds).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
+
+#include "attention/attention_terms.h"
 
 namespace posgrad::fused_detail {
 
@@ -60,15 +63,11 @@ struct Problem {
   int64_t table_columns = 1;
 };
 
-// Table pointers (null = absent). query_table is transposed: [H, Dh, R].
+// The tables of one call, one pointer per kind of kTableKinds (attention_terms.h; null = absent),
+// in the kernels' layout (kernel_table_layout).
 template <typename T>
 struct Tables {
-  const T* key_bias = nullptr;       // [H, Dh]
-  const T* query_table_t = nullptr;  // [H, Dh, R]
-  const T* bias = nullptr;           // [H, R]
-  const T* modulation = nullptr;     // [H, R]
-  const T* positional_modulation = nullptr;  // [H, R]
-  const T* prob_mask = nullptr;      // [H, R]
+  std::array<const T*, kTableKindCount> of{};
   // Added to s after the modulation: 0 or -inf. Not a hook's term: column tables set it when they
   // widen a query's runs to whole rows (column_tables.h), to leave out the keys outside its box.
   const T* logit_offset = nullptr;   // [H, R]
@@ -79,13 +78,25 @@ struct Grads {
   T* dq = nullptr;  // [B, H, Nq, Dh] (all three required; dk, dv [B, H, N, Dh])
   T* dk = nullptr;
   T* dv = nullptr;
-  T* key_bias = nullptr;       // [H, Dh]      (null: not needed)
-  T* query_table_t = nullptr;  // [H, Dh, R]
-  T* bias = nullptr;           // [H, R]
-  T* modulation = nullptr;     // [H, R]
-  T* positional_modulation = nullptr;
-  T* prob_mask = nullptr;
+  std::array<T*, kTableKindCount> of{};  // per kind, like Tables (null: not needed)
 };
+
+// A kind's table as the kernels read it: `rows` rows of `entries` values per table head, the
+// relative entries last so that the key loops read them with unit stride:
+// HeadVector [H, Dh] (one row of Dh; not relative), Entries [H, R] (one row of R), EntryVectors
+// transposed to [H, Dh, R] (Dh rows of R).
+struct KernelTableLayout {
+  bool relative;
+  int64_t rows, entries;
+};
+inline KernelTableLayout kernel_table_layout(TableShape shape, int64_t Dh, int64_t R) {
+  switch (shape) {
+    case TableShape::HeadVector: return {false, 1, Dh};
+    case TableShape::Entries: return {true, 1, R};
+    case TableShape::EntryVectors: return {true, Dh, R};
+  }
+  return {};
+}
 
 // q [B, H, Nq, Dh], k, v [B, H, N, Dh] contiguous -> out [B, H, Nq, Dh], lse [B, H, Nq] (+inf for
 // a row that sees no key: its output is 0). `dense_probs` (nullable, zeroed by the caller)

@@ -1,15 +1,34 @@
-// The fused attention kernels' code (see fused_kernels.h), included by two translation units
-// that compile it for different vector widths: fused_kernels_wide.cpp (the compiler's widest
-// vectors, for long runs of keys: sequences) and fused_kernels_narrow.cpp (256-bit vectors, for
-// the short runs of keys of 2-D grid rows).
-// fused_kernels.cpp picks one per call. Each includer defines POSGRAD_FUSED_VARIANT, the
-// namespace the code goes into, and POSGRAD_FUSED_VECTOR_BYTES, its vector width.
-// Deliberately not here: the choice of variant.
+// The fused attention kernels' code (see fused_kernels.h for the formula), included by two
+// translation units that compile it for different vector widths: fused_kernels_wide.cpp (the
+// compiler's widest vectors, for long runs of keys: sequences) and fused_kernels_narrow.cpp
+// (256-bit vectors, for the short runs of keys of 2-D grid rows). fused_kernels.cpp picks one per
+// call. Each includer defines POSGRAD_FUSED_VARIANT, the namespace the code goes into, and
+// POSGRAD_FUSED_VECTOR_BYTES, its vector width.
+//
+// The algorithm, per (batch, head):
+//   forward   for each query row i: the logits of its runs of keys into a row buffer
+//             (segment_logits), m = their max, then e = exp(s - m) and sum_j e v_j in one pass
+//             (RowDotSums::add_exp; with a mask, e is stored, masked, then summed);
+//             out_i = that sum / denominator, and only lse_i = m + log(denominator) is kept.
+//   backward  never stores probabilities: it recomputes each row's logits from q, k and the
+//             tables and its probabilities e = exp(s - lse) (FlashAttention-2 style). Queries go
+//             in blocks of up to kQueryBlock tokens of one grid line, whose runs cover the same
+//             keys shifted along the line, in three named phases:
+//     A  row_gradients, per query: logits, probabilities, ds = e (M (dout_i . v_j - D_i) - eps D_i)
+//        with D_i = dout_i . out_i, the per-entry table gradients and dq_i; it leaves e M,
+//        d content and d positional per key in the block's buffers;
+//     B  add_block_to_keys, per block: dk, dv and the query table's gradient from those buffers,
+//        one pass over the union of the block's runs (each row read and written once a block);
+//     C  sum_into_targets, per call: the per-thread table gradients summed.
+// Every loop over keys is written once, in vectors of keys (Lanes), for any head width Dh; the
+// thesis's Dh = 8 is compiled as a constant (with_head_width: unrolled d loops, per-d values in
+// registers), the other widths run the same code with Dh read at run time.
+// Deliberately not here: the choice of variant, autograd, argument checks.
 // Shapes: letters of shape_legend.h.
 #pragma once
 
 #include <algorithm>
-#include <bit>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -39,12 +58,18 @@ namespace {
 
 constexpr double kMaskEpsilon = 1e-8;  // the reference pipeline's renormalisation epsilon
 
-// exp for the row softmax. float: a branch-free Cody-Waite reduction and a degree-6 polynomial
-// (relative error about 2e-7, inside float32's own rounding of the inputs), written so the
-// compiler vectorises the key loops; -inf and anything below -87 give exactly 0. double: std::exp
-// (the float64 path is the exact one, for tests and gradcheck).
-// The shared steps, for a float or a vector of floats (Lanes<float>::exp): x (clamped to
-// [-87, 88]) = n ln 2 + r with n an integer and |r| <= ln 2 / 2, and e^r by its polynomial.
+// The kinds of table the formula below reads (kTableKinds, attention_terms.h).
+constexpr size_t kKeyBias = table_kind("key_bias"), kQueryTable = table_kind("query_table"), kBias = table_kind("bias"),
+                 kModulation = table_kind("modulation"), kPositionalModulation = table_kind("positional_modulation"),
+                 kProbMask = table_kind("prob_mask");
+static_assert(kTableKindCount == 6, "a new kind of table needs its formula here: segment_logits and run_gradients");
+
+// exp for the row softmax (Lanes<T>::exp). float: a branch-free Cody-Waite reduction and a
+// degree-6 polynomial (relative error about 2e-7, inside float32's own rounding of the inputs) in
+// vector arithmetic; -inf and anything below -87 give exactly 0. double: std::exp (the float64
+// path is the exact one, for tests and gradcheck).
+// The steps: x (clamped to [-87, 88]) = n ln 2 + r with n an integer and |r| <= ln 2 / 2, and e^r
+// by its polynomial.
 template <typename F>
 F exp_reduce(F x, F& n) {
   // Round to nearest by the 1.5 * 2^23 trick: std::floor would keep GCC 12 from vectorising.
@@ -60,15 +85,6 @@ F exp_polynomial(F r) {
   p = p * r + 1.0f;
   return p * r + 1.0f;
 }
-inline float exp_row(float x) {
-  const bool underflow = x < -87.0f;
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  float n;
-  const float p = exp_polynomial(exp_reduce(x, n));
-  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-  return underflow ? 0.0f : p * scale;
-}
-inline double exp_row(double x) { return std::exp(x); }
 
 // Reductions over a run of keys keep one partial result per vector lane and combine the lanes at
 // the end. A single running scalar would chain every step on the one before: GCC 12 does not
@@ -90,8 +106,8 @@ struct Lanes {
     for (int l = 0; l < kCount; ++l) x[l] = value;
     return x;
   }
-  // exp_row lane by lane: float in vector arithmetic (the same steps as exp_row(float)),
-  // double through std::exp.
+  // exp lane by lane: float in vector arithmetic (exp_reduce, exp_polynomial), double through
+  // std::exp.
   static Vec exp(Vec x) {
     if constexpr (std::is_same_v<T, float>) {
       typedef int32_t Int __attribute__((vector_size(POSGRAD_FUSED_VECTOR_BYTES)));
@@ -195,155 +211,145 @@ T exp_and_sum(const T* s, T m, T* e, int64_t len) {
   return z;
 }
 
+// The head width Dh as the key loops see it: a compile-time constant for the widths
+// with_head_width instantiates (kFixed > 0: the loops over d unroll and their per-d values stay
+// in registers), else the call's width read at run time (kFixed = 0). The loops are the same.
+template <int kFixedDh>
+struct HeadWidth {
+  static constexpr int kFixed = kFixedDh;
+  int64_t runtime = kFixedDh;
+  constexpr int64_t operator()() const {
+    if constexpr (kFixed > 0) return kFixed;
+    else return runtime;
+  }
+};
+
+// Calls fn(width) with Dh as a constant for the thesis's heads (Dh = 8), else as a run-time value.
+// The constant is kept because it measured faster: the B = 20 thesis step's user+sys CPU time with
+// every width read at run time was 12.87 s against 11.33 s in 1-D SIREN (+14%) and 13.71 s against
+// 13.04 s in 2-D SIREN + span (+5%) (medians of 3 interleaved runs on a loaded machine,
+// 2026-11-27). No other width was measured, so none other is a constant (Dh = 16 was one before).
+template <class Fn>
+void with_head_width(int64_t Dh, Fn&& fn) {
+  if (Dh == 8) return fn(HeadWidth<8>{});
+  fn(HeadWidth<0>{Dh});
+}
+
+// Dh values that every step of a key loop reads (q_i, scale q_i, dout_i): copied into a local
+// array when the width is a constant (registers), read from the row otherwise.
+template <typename T, class W>
+class DimValues {
+ public:
+  explicit DimValues(const T* row) : row_(row) {
+    if constexpr (W::kFixed > 0)
+      for (int d = 0; d < W::kFixed; ++d) local_[d] = row[d];
+  }
+  T operator[](int64_t d) const {
+    if constexpr (W::kFixed > 0) return local_[d];
+    else return row_[d];
+  }
+
+ private:
+  T local_[W::kFixed > 0 ? W::kFixed : 1];
+  const T* row_;
+};
+
+// Dh per-lane partial sums that a key loop adds to (RowDotSums): for the loop, a local copy when
+// the width is a constant (registers; store() writes it back), the stored sums otherwise.
+template <typename V, class W>
+class DimAccumulators {
+ public:
+  DimAccumulators(W /*dh*/, V* stored) : stored_(stored) {
+    if constexpr (W::kFixed > 0)
+      for (int d = 0; d < W::kFixed; ++d) local_[d] = stored[d];
+  }
+  V& operator[](int64_t d) {
+    if constexpr (W::kFixed > 0) return local_[d];
+    else return stored_[d];
+  }
+  void store() {
+    if constexpr (W::kFixed > 0)
+      for (int d = 0; d < W::kFixed; ++d) stored_[d] = local_[d];
+  }
+
+ private:
+  V* stored_;
+  V local_[W::kFixed > 0 ? W::kFixed : 1];
+};
+
 // Dh dot products summed over the runs of one query: sum over runs of sum_t w[t] rows[d stride + t]
-// for d < Dh (the forward's e . v, dq from k or from the query table). One pass over each run
+// for d < Dh (the forward's e . v, dq from k and from the query table). One pass over each run
 // computes all Dh sums; each keeps per-lane partial sums across the query's runs, and the lanes
 // are combined once per query (finish), not once per run: a 2-D grid row is only S keys long.
-// Dh 8 and 16 take that path; other widths sum per d (the float64 test sizes among them).
 template <typename T>
 class RowDotSums {
  public:
-  static constexpr int kMaxFixed = 16;
-  explicit RowDotSums(int64_t Dh) : Dh_(Dh), rest_(static_cast<size_t>(Dh)) { clear(); }
+  explicit RowDotSums(int64_t Dh) : part_(static_cast<size_t>(Dh)) { clear(); }
   void clear() {
-    for (auto& x : part_) x = L::splat(T(0));
-    std::fill(rest_.begin(), rest_.end(), T(0));
+    std::fill(part_.begin(), part_.end(), L::splat(T(0)));
     weight_sum_ = L::splat(T(0));
-    weight_rest_ = T(0);
   }
-  void add(const T* w, const T* rows, int64_t stride, int64_t len) {
-    if (Dh_ == 8) return add_fixed<8>(w, rows, stride, len);
-    if (Dh_ == 16) return add_fixed<16>(w, rows, stride, len);
-    for (int64_t d = 0; d < Dh_; ++d) {
-      const T* __restrict r = rows + d * stride;
-      T a = 0;
-#pragma omp simd reduction(+ : a)
-      for (int64_t t = 0; t < len; ++t) a += w[t] * r[t];
-      rest_[d] += a;
-    }
+  template <class W>
+  void add(W dh, const T* w, const T* rows, int64_t stride, int64_t len) {
+    DimAccumulators<Vec, W> part(dh, part_.data());
+    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
+      const Vec wt = lanes.load(w + t);  // 0 past the run
+      for (int64_t d = 0; d < dh(); ++d) part[d] += wt * lanes.load(rows + d * stride + t);
+    });
+    part.store();
   }
   // add() with the weights w[t] = exp(s[t] - m) computed on the way (the forward's e . v without
   // a pass to store e and one to read it back); e gets them when not null. Their sum:
   // weight_sum().
-  void add_exp(const T* s, T m, T* e, const T* rows, int64_t stride, int64_t len) {
-    if (Dh_ == 8) return add_exp_fixed<8>(s, m, e, rows, stride, len);
-    if (Dh_ == 16) return add_exp_fixed<16>(s, m, e, rows, stride, len);
-    exp_buffer_.resize(static_cast<size_t>(len));
-    T* w = e ? e : exp_buffer_.data();
-    weight_rest_ += exp_and_sum(s, m, w, len);
-    add(w, rows, stride, len);
+  template <class W>
+  void add_exp(W dh, const T* s, T m, T* e, const T* rows, int64_t stride, int64_t len) {
+    DimAccumulators<Vec, W> part(dh, part_.data());
+    Vec z = weight_sum_;
+    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
+      // -inf past the run: its weights are 0 there.
+      const Vec wt = L::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - m);
+      if (e) lanes.store(e + t, wt);
+      z += wt;
+      for (int64_t d = 0; d < dh(); ++d) part[d] += wt * lanes.load(rows + d * stride + t);
+    });
+    part.store();
+    weight_sum_ = z;
   }
   // a.add(wa, ra, sa, len) and b.add(wb, rb, sb, len) in one pass over the run (the backward's dq
-  // from the query table and from k): 2 Dh accumulators, one loop.
-  static void add_both(RowDotSums& a, const T* wa, const T* ra, int64_t sa, RowDotSums& b, const T* wb, const T* rb,
-                       int64_t sb, int64_t len) {
-    if (a.Dh_ == 8 && b.Dh_ == 8) return add_both_fixed<8>(a, wa, ra, sa, b, wb, rb, sb, len);
-    if (a.Dh_ == 16 && b.Dh_ == 16) return add_both_fixed<16>(a, wa, ra, sa, b, wb, rb, sb, len);
-    a.add(wa, ra, sa, len);
-    b.add(wb, rb, sb, len);
+  // from the query table and from k).
+  template <class W>
+  static void add_both(W dh, RowDotSums& a, const T* wa, const T* ra, int64_t sa, RowDotSums& b, const T* wb,
+                       const T* rb, int64_t sb, int64_t len) {
+    DimAccumulators<Vec, W> pa(dh, a.part_.data()), pb(dh, b.part_.data());
+    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
+      const Vec xa = lanes.load(wa + t), xb = lanes.load(wb + t);  // 0 past the run
+      for (int64_t d = 0; d < dh(); ++d) {
+        pa[d] += xa * lanes.load(ra + d * sa + t);
+        pb[d] += xb * lanes.load(rb + d * sb + t);
+      }
+    });
+    pa.store();
+    pb.store();
   }
   // The sum of add_exp's weights since the last finish.
-  T weight_sum() const {
-    T z = weight_rest_;
-    for (int l = 0; l < L::kCount; ++l) z += weight_sum_[l];
-    return z;
-  }
+  T weight_sum() const { return lane_sum(weight_sum_); }
   // The sums: out[d] = sum for d < Dh (and the state cleared for the next query).
   void finish(T* out) {
-    for (int64_t d = 0; d < Dh_; ++d) {
-      T a = rest_[d];
-      if (d < kMaxFixed)
-        for (int l = 0; l < L::kCount; ++l) a += part_[d][l];
-      out[d] = a;
-    }
+    for (size_t d = 0; d < part_.size(); ++d) out[d] = lane_sum(part_[d]);
     clear();
   }
 
  private:
   using L = Lanes<T>;
-  template <int DH>
-  void add_fixed(const T* w, const T* rows, int64_t stride, int64_t len) {
-    typename L::Vec part[DH];
-    for (int d = 0; d < DH; ++d) part[d] = part_[d];
-    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
-      const auto wt = lanes.load(w + t);  // 0 past the run
-      for (int d = 0; d < DH; ++d) part[d] += wt * lanes.load(rows + d * stride + t);
-    });
-    for (int d = 0; d < DH; ++d) part_[d] = part[d];
-  }
-  template <int DH>
-  static void add_both_fixed(RowDotSums& a, const T* wa, const T* ra, int64_t sa, RowDotSums& b, const T* wb,
-                             const T* rb, int64_t sb, int64_t len) {
-    typename L::Vec pa[DH], pb[DH];
-    for (int d = 0; d < DH; ++d) {
-      pa[d] = a.part_[d];
-      pb[d] = b.part_[d];
-    }
-    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
-      const auto xa = lanes.load(wa + t), xb = lanes.load(wb + t);  // 0 past the run
-      for (int d = 0; d < DH; ++d) {
-        pa[d] += xa * lanes.load(ra + d * sa + t);
-        pb[d] += xb * lanes.load(rb + d * sb + t);
-      }
-    });
-    for (int d = 0; d < DH; ++d) {
-      a.part_[d] = pa[d];
-      b.part_[d] = pb[d];
-    }
-  }
-  template <int DH>
-  void add_exp_fixed(const T* s, T m, T* e, const T* rows, int64_t stride, int64_t len) {
-    typename L::Vec part[DH], z = weight_sum_;
-    for (int d = 0; d < DH; ++d) part[d] = part_[d];
-    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
-      // -inf past the run: its weights are 0 there.
-      const auto wt = L::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - m);
-      if (e) lanes.store(e + t, wt);
-      z += wt;
-      for (int d = 0; d < DH; ++d) part[d] += wt * lanes.load(rows + d * stride + t);
-    });
-    for (int d = 0; d < DH; ++d) part_[d] = part[d];
-    weight_sum_ = z;
-  }
-  int64_t Dh_;
-  typename L::Vec part_[kMaxFixed];
-  std::vector<T> rest_;  // [Dh]: the widths without a fixed path
-  typename L::Vec weight_sum_;
-  T weight_rest_;
-  std::vector<T> exp_buffer_;  // add_exp's weights for the widths without a fixed path
-};
-
-// out[t] = sum_d w[d] rows[d * stride + t] for t < len (dout_i . v_j for a run of keys): the d-sum
-// stays in registers instead of a pass over out per d.
-template <typename T, int DH>
-void row_combination_fixed(const T* w, const T* rows, int64_t stride, int64_t len, T* __restrict out) {
-  T wd[DH];
-  const T* r[DH];
-  for (int d = 0; d < DH; ++d) {
-    wd[d] = w[d];
-    r[d] = rows + d * stride;
-  }
-#pragma omp simd
-  for (int64_t t = 0; t < len; ++t) {
+  using Vec = typename L::Vec;
+  static T lane_sum(const Vec& x) {
     T a = 0;
-    for (int d = 0; d < DH; ++d) a += wd[d] * r[d][t];
-    out[t] = a;
+    for (int l = 0; l < L::kCount; ++l) a += x[l];
+    return a;
   }
-}
-
-template <typename T>
-void row_combination(int64_t Dh, const T* w, const T* rows, int64_t stride, int64_t len, T* __restrict out) {
-  if (Dh == 8) return row_combination_fixed<T, 8>(w, rows, stride, len, out);
-  if (Dh == 16) return row_combination_fixed<T, 16>(w, rows, stride, len, out);
-#pragma omp simd
-  for (int64_t t = 0; t < len; ++t) out[t] = T(0);
-  for (int64_t d = 0; d < Dh; ++d) {
-    const T wd = w[d];
-    const T* __restrict r = rows + d * stride;
-#pragma omp simd
-    for (int64_t t = 0; t < len; ++t) out[t] += wd * r[t];
-  }
-}
+  std::vector<Vec> part_;  // [Dh] per-lane partial sums
+  Vec weight_sum_;
+};
 
 #ifdef POSGRAD_OPENMP
 int thread_count() { return cpu::max_threads(); }
@@ -365,13 +371,10 @@ struct Head {
   const T* kt;      // [Dh, N]
   const T* vt;      // [Dh, N]
   const T* akey;    // [N] (a_h . k_j) or zeros
-  const T* key_bias;  // [Dh] or null
-  const T* table_t;   // [Dh, R] or null
-  const T* bias;      // [R] or null
-  const T* mod;       // [R] (ones when absent)
-  const T* modpos;    // [R] (ones when absent)
-  const T* mask;      // [R] (ones when absent)
-  const T* offset;    // [R] added to s (0 or -inf), or null
+  // This head's rows of each kind of table (kernel_table_layout: [Dh], [R] or [Dh, R]); an absent
+  // table is null when it adds to the logits, ones when it multiplies or masks.
+  std::array<const T*, kTableKindCount> table;
+  const T* offset;  // [R] added to s (0 or -inf), or null
   const uint8_t* padded;  // [N] or null
 };
 
@@ -400,8 +403,8 @@ struct Prepared {
           kth[d * N + j] = kh[j * Dh + d];
           vth[d * N + j] = vh[j * Dh + d];
         }
-      if (tables.key_bias) {
-        const T* a = tables.key_bias + (bh % P.H) * Dh;
+      if (tables.of[kKeyBias]) {
+        const T* a = tables.of[kKeyBias] + (bh % P.H) * Dh;
         T* ah = ap + bh * N;
         for (int64_t d = 0; d < Dh; ++d)
           for (int64_t j = 0; j < N; ++j) ah[j] += a[d] * kth[d * N + j];
@@ -418,124 +421,59 @@ struct Prepared {
     hd.kt = kt.data<T>() + bh * Dh * N;
     hd.vt = vt.data<T>() + bh * Dh * N;
     hd.akey = akey.data<T>() + bh * N;
-    hd.key_bias = tables.key_bias ? tables.key_bias + h * Dh : nullptr;
-    hd.table_t = tables.query_table_t ? tables.query_table_t + th * Dh * R : nullptr;
-    hd.bias = tables.bias ? tables.bias + th * R : nullptr;
-    hd.mod = tables.modulation ? tables.modulation + th * R : one;
-    hd.modpos = tables.positional_modulation ? tables.positional_modulation + th * R : one;
-    hd.mask = tables.prob_mask ? tables.prob_mask + th * R : one;
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) {
+      const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, Dh, R);
+      const T* table = tables.of[kind];
+      if (table) hd.table[kind] = table + (layout.relative ? th : h) * layout.rows * layout.entries;
+      else hd.table[kind] = kTableKinds[kind].merge == TableMerge::Add ? nullptr : one;
+    }
     hd.offset = tables.logit_offset ? tables.logit_offset + th * R : nullptr;
     hd.padded = P.padded ? P.padded + b * N : nullptr;
     return hd;
   }
 };
 
-// segment_logits for a head width DH known at compile time and a query table: content,
-// positional and s in one pass over the keys (the d-sums stay in registers); c and p are stored
-// only for kKeepTerms (the backward needs them, the forward only s).
-template <typename T, int DH, bool kKeepTerms>
-void segment_logits_fixed(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const Segment& g,
-                          T* __restrict s, T* __restrict c, T* __restrict p) {
+// The logits of one run of keys: s = mod (c + modpos p) (+ the logit offset), -inf at padded keys,
+// with the content c = scale q_i . k_j + a . k_j and the positional term p = q_i . T[r] + bias[r]
+// (0 without either) also stored in c and p when keep_terms (the backward needs them, the forward
+// only s). qs = scale q_i.
+template <typename T, class W>
+void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T, W>& qi, const DimValues<T, W>& qs,
+                    const Segment& g, T* __restrict s, T* __restrict c, T* __restrict p, bool keep_terms) {
   const int64_t N = P.N, R = P.R;
-  T wq[DH], wk[DH];
-  const T* kr[DH];
-  const T* tr[DH];
-  for (int d = 0; d < DH; ++d) {
-    wq[d] = qi[d];
-    wk[d] = qs[d];
-    kr[d] = hd.kt + d * N + g.j0;
-    tr[d] = hd.table_t + d * R + g.r0;
-  }
+  const T* kt = hd.kt + g.j0;
+  const T* table = hd.table[kQueryTable] ? hd.table[kQueryTable] + g.r0 : nullptr;
   const T* akey = hd.akey + g.j0;
-  const T* mod = hd.mod + g.r0;
-  const T* mp = hd.modpos + g.r0;
-  const T* br = hd.bias ? hd.bias + g.r0 : nullptr;
+  const T* mod = hd.table[kModulation] + g.r0;
+  const T* modpos = hd.table[kPositionalModulation] + g.r0;
+  const T* bias = hd.table[kBias] ? hd.table[kBias] + g.r0 : nullptr;
   const T* offset = hd.offset ? hd.offset + g.r0 : nullptr;
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
-    V content = lanes.load(akey + t), positional = br ? lanes.load(br + t) : Lanes<T>::splat(T(0));
-    for (int d = 0; d < DH; ++d) {
-      content += wk[d] * lanes.load(kr[d] + t);
-      positional += wq[d] * lanes.load(tr[d] + t);
-    }
-    if constexpr (kKeepTerms) {
+    V content = lanes.load(akey + t);
+    for (int64_t d = 0; d < dh(); ++d) content += qs[d] * lanes.load(kt + d * N + t);
+    V positional = bias ? lanes.load(bias + t) : Lanes<T>::splat(T(0));
+    if (table)
+      for (int64_t d = 0; d < dh(); ++d) positional += qi[d] * lanes.load(table + d * R + t);
+    if (keep_terms) {
       lanes.store(c + t, content);
       lanes.store(p + t, positional);
     }
-    auto logit = lanes.load(mod + t) * (content + lanes.load(mp + t) * positional);
+    V logit = lanes.load(mod + t) * (content + lanes.load(modpos + t) * positional);
     if (offset) logit += lanes.load(offset + t);
     lanes.store(s + t, logit);
   });
-}
-
-// The logits of one segment: s = mod (c + modpos p), -inf at padded keys, with the content c
-// and the positional term p (when there is one) left in c and p when keep_terms (otherwise
-// c and p may or may not be used as scratch). qs = scale * q_i.
-template <typename T>
-void segment_logits(const Head<T>& hd, const Problem& P, const T* qi, const T* qs, const Segment& g, T* __restrict s,
-                    T* __restrict c, T* __restrict p, bool positional, bool keep_terms = true) {
-  const int64_t N = P.N, R = P.R, Dh = P.Dh, len = g.len;
-  if (positional && hd.table_t && (Dh == 8 || Dh == 16)) {
-    if (Dh == 8 && keep_terms) segment_logits_fixed<T, 8, true>(hd, P, qi, qs, g, s, c, p);
-    else if (Dh == 8) segment_logits_fixed<T, 8, false>(hd, P, qi, qs, g, s, c, p);
-    else if (keep_terms) segment_logits_fixed<T, 16, true>(hd, P, qi, qs, g, s, c, p);
-    else segment_logits_fixed<T, 16, false>(hd, P, qi, qs, g, s, c, p);
-    if (hd.padded) {
-      const uint8_t* pad = hd.padded + g.j0;
-      for (int64_t t = 0; t < len; ++t)
-        if (pad[t]) s[t] = -std::numeric_limits<T>::infinity();
-    }
-    return;
-  }
-  const T* __restrict akey = hd.akey + g.j0;
-#pragma omp simd
-  for (int64_t t = 0; t < len; ++t) c[t] = akey[t];
-  for (int64_t d = 0; d < Dh; ++d) {
-    const T w = qs[d];
-    const T* __restrict kr = hd.kt + d * N + g.j0;
-#pragma omp simd
-    for (int64_t t = 0; t < len; ++t) c[t] += w * kr[t];
-  }
-  const T* __restrict mod = hd.mod + g.r0;
-  if (positional) {
-    if (hd.bias) {
-      const T* __restrict br = hd.bias + g.r0;
-#pragma omp simd
-      for (int64_t t = 0; t < len; ++t) p[t] = br[t];
-    } else {
-#pragma omp simd
-      for (int64_t t = 0; t < len; ++t) p[t] = T(0);
-    }
-    if (hd.table_t)
-      for (int64_t d = 0; d < Dh; ++d) {
-        const T w = qi[d];
-        const T* __restrict tr = hd.table_t + d * R + g.r0;
-#pragma omp simd
-        for (int64_t t = 0; t < len; ++t) p[t] += w * tr[t];
-      }
-    const T* __restrict mp = hd.modpos + g.r0;
-#pragma omp simd
-    for (int64_t t = 0; t < len; ++t) s[t] = mod[t] * (c[t] + mp[t] * p[t]);
-  } else {
-#pragma omp simd
-    for (int64_t t = 0; t < len; ++t) s[t] = mod[t] * c[t];
-  }
-  if (hd.offset) {
-    const T* __restrict offset = hd.offset + g.r0;
-#pragma omp simd
-    for (int64_t t = 0; t < len; ++t) s[t] += offset[t];
-  }
   if (hd.padded) {
     const uint8_t* pad = hd.padded + g.j0;
-    for (int64_t t = 0; t < len; ++t)
+    for (int64_t t = 0; t < g.len; ++t)
       if (pad[t]) s[t] = -std::numeric_limits<T>::infinity();
   }
 }
 
-// Where phase A of the backward (below) leaves one run's per-key terms. pm and dc are indexed by
-// key (from the run's first key), dp by relative entry (from the run's r0); the table gradients
-// are the head's rows from r0. Gradients nobody needs point at a scratch row (`junk`), so the
-// loop below has no branch per term.
+// Where phase A of the backward leaves one run's per-key terms. pm and dc are indexed by key (from
+// the run's first key), dp by relative entry (from the run's r0); the table gradients are the
+// head's rows from r0. Gradients nobody needs point at a scratch row, so the loop has no branch
+// per term.
 template <typename T>
 struct RunTerms {
   T* pm;        // e M: dv_j's weight of dout_i
@@ -547,74 +485,38 @@ struct RunTerms {
   T* g_mask;    // += e (dout_i . v_j - D)
 };
 
-// Phase A of the backward for one run of keys of one query, after its logits (segment_logits:
-// s, content c and positional p), for a head width DH known at compile time: the probabilities
-// e = exp(s - lse), dout_i . v_j and every per-key term in one pass over the keys, the d-sum in
-// registers (the generic code in backward() takes one pass per term). Written in explicit vectors
-// (Lanes), one vector of keys per step (for_each_vector).
-// kModulated: some modulation or mask has a gradient (g_mod, g_modpos, g_mask are written).
-template <typename T, int DH, bool kModulated>
-struct RunBackwardStep {
-  T wo[DH];      // dout_i
-  const T* vr;   // v row of d = 0 (rows N apart)
-  int64_t N;
-  const T *s, *c, *p, *mod, *mp, *mk;
-  T row_lse, D, eps;
-  RunTerms<T> out;
-
-  template <class L>
-  void operator()(const L& lanes, int64_t t) const {
-    using V = typename L::Vec;
-    V dov = L::splat(T(0));
-    for (int d = 0; d < DH; ++d) dov += wo[d] * lanes.load(vr + d * N + t);
-    const V m = lanes.load(mod + t), modpos = lanes.load(mp + t), mask = lanes.load(mk + t);
-    const V e = L::exp(lanes.load(s + t) - row_lse);
-    const V ds = e * (mask * (dov - D) - eps * D);  // d loss / d s
+// The gradients of one run of keys of one query, after its logits (segment_logits: s, content c,
+// positional p): the probabilities e = exp(s - lse), dout_i . v_j and every per-key term of
+// RunTerms in one pass over the keys. kModulated: some modulation or mask has a gradient
+// (g_mod, g_modpos and g_mask are written).
+template <typename T, class W, bool kModulated>
+void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, const T* s, const T* c, const T* p,
+                   const DimValues<T, W>& dout_i, T row_lse, T D, T eps, const RunTerms<T>& out) {
+  const int64_t N = P.N;
+  const T* vt = hd.vt + g.j0;
+  const T* mod = hd.table[kModulation] + g.r0;
+  const T* modpos = hd.table[kPositionalModulation] + g.r0;
+  const T* mask = hd.table[kProbMask] + g.r0;
+  for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
+    using V = typename Lanes<T>::Vec;
+    V dov = Lanes<T>::splat(T(0));  // dout_i . v_j
+    for (int64_t d = 0; d < dh(); ++d) dov += dout_i[d] * lanes.load(vt + d * N + t);
+    const V m = lanes.load(mod + t), mp = lanes.load(modpos + t), mk = lanes.load(mask + t);
+    const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse);
+    const V ds = e * (mk * (dov - D) - eps * D);  // d loss / d s
     const V dc = ds * m;
-    const V dp = dc * modpos;
-    lanes.store(out.pm + t, e * mask);
+    const V dp = dc * mp;
+    lanes.store(out.pm + t, e * mk);
     lanes.store(out.dc + t, dc);
     lanes.store(out.dp + t, dp);
     lanes.store(out.g_bias + t, lanes.load(out.g_bias + t) + dp);
     if constexpr (kModulated) {
       const V positional = lanes.load(p + t);
-      lanes.store(out.g_mod + t, lanes.load(out.g_mod + t) + ds * (lanes.load(c + t) + modpos * positional));
+      lanes.store(out.g_mod + t, lanes.load(out.g_mod + t) + ds * (lanes.load(c + t) + mp * positional));
       lanes.store(out.g_modpos + t, lanes.load(out.g_modpos + t) + dc * positional);
       lanes.store(out.g_mask + t, lanes.load(out.g_mask + t) + e * (dov - D));
     }
-  }
-};
-
-template <typename T, int DH, bool kModulated>
-void run_backward_fixed(const Head<T>& hd, const Problem& P, const Segment& g, const T* s, const T* c, const T* p,
-                        const T* doi, T row_lse, T D, T eps, const RunTerms<T>& out) {
-  RunBackwardStep<T, DH, kModulated> step;
-  for (int d = 0; d < DH; ++d) step.wo[d] = doi[d];
-  step.N = P.N;
-  step.vr = hd.vt + g.j0;
-  step.s = s;
-  step.c = c;
-  step.p = p;
-  step.mod = hd.mod + g.r0;
-  step.mp = hd.modpos + g.r0;
-  step.mk = hd.mask + g.r0;
-  step.row_lse = row_lse;
-  step.D = D;
-  step.eps = eps;
-  step.out = out;
-  for_each_vector<T>(g.len, step);
-}
-
-template <typename T>
-void run_backward(int64_t Dh, bool modulated, const Head<T>& hd, const Problem& P, const Segment& g, const T* s,
-                  const T* c, const T* p, const T* doi, T row_lse, T D, T eps, const RunTerms<T>& out) {
-  if (Dh == 8) {
-    if (modulated) run_backward_fixed<T, 8, true>(hd, P, g, s, c, p, doi, row_lse, D, eps, out);
-    else run_backward_fixed<T, 8, false>(hd, P, g, s, c, p, doi, row_lse, D, eps, out);
-  } else {
-    if (modulated) run_backward_fixed<T, 16, true>(hd, P, g, s, c, p, doi, row_lse, D, eps, out);
-    else run_backward_fixed<T, 16, false>(hd, P, g, s, c, p, doi, row_lse, D, eps, out);
-  }
+  });
 }
 
 // Every query's runs of keys (RowGeometry::for_each_segment), listed once per call: they depend
@@ -656,10 +558,6 @@ struct Scratch {
   Scratch(int64_t keys, int64_t Dh) : s(keys), c(keys), p(keys), e(keys), qs(Dh), acc(Dh), ev(Dh) {}
 };
 
-}  // namespace
-
-namespace {
-
 // The most keys any query of `geo` sees (the size of a row buffer).
 int64_t max_row_keys(const RowGeometry& geo) {
   if (geo.structure.empty()) return geo.tokens;
@@ -669,15 +567,13 @@ int64_t max_row_keys(const RowGeometry& geo) {
   return std::max<int64_t>(keys, 1);
 }
 
-}  // namespace
-
-template <typename T>
-void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
-             T* dense_probs) {
+// forward() for a head width dh (with_head_width).
+template <typename T, class W>
+void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out,
+                        T* lse, T* dense_probs) {
   const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, Dh = P.Dh;
   const Prepared<T> prep(P, tables, k, v);
-  const bool positional = tables.query_table_t || tables.bias;
-  const bool masked = tables.prob_mask != nullptr;
+  const bool masked = tables.of[kProbMask] != nullptr;
   const int64_t row_keys = max_row_keys(P.geometry);
   constexpr int64_t kChunk = 32;  // queries per work item
   const int64_t chunks = (Nq + kChunk - 1) / kChunk, items = BH * chunks;
@@ -694,11 +590,12 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
         const T* qi = hd.q + i * Dh;
         T* oi = out + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) sc.qs[d] = static_cast<T>(P.scale) * qi[d];
+        const DimValues<T, W> query(qi), scaled_query(sc.qs.data());
         const std::span<const Segment> segs = segments.of(i);
         const int64_t L = segments.keys(i);
         int64_t off = 0;
         for (const Segment& g : segs) {
-          segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data() + off, sc.c.data(), sc.p.data(), positional,
+          segment_logits(dh, hd, P, query, scaled_query, g, sc.s.data() + off, sc.c.data(), sc.p.data(),
                          /*keep_terms=*/false);
           off += g.len;
         }
@@ -708,30 +605,31 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
           lse[bh * Nq + i] = std::numeric_limits<T>::infinity();
           continue;
         }
-        // Z = sum exp(s - m) over the whole row; W = the same with the mask (Z without one).
-        T Z = 0, W = 0;
+        // Z = sum exp(s - m) over the whole row; Zm = the same with the mask (Z without one).
+        T Z = 0, Zm = 0;
         if (!masked) {  // e = exp(s - m) computed inside the e . v pass (kept only for dense_probs)
           off = 0;
           for (const Segment& g : segs) {
-            sc.ev.add_exp(sc.s.data() + off, m, dense_probs ? sc.e.data() + off : nullptr, hd.vt + g.j0, N, g.len);
+            sc.ev.add_exp(dh, sc.s.data() + off, m, dense_probs ? sc.e.data() + off : nullptr, hd.vt + g.j0, N,
+                          g.len);
             off += g.len;
           }
-          Z = W = sc.ev.weight_sum();
+          Z = Zm = sc.ev.weight_sum();
         } else {
           Z = exp_and_sum(sc.s.data(), m, sc.e.data(), L);
           off = 0;
           for (const Segment& g : segs) {
             T* __restrict e = sc.e.data() + off;
-            const T* __restrict mk = hd.mask + g.r0;
+            const T* __restrict mk = hd.table[kProbMask] + g.r0;
             for (int64_t t = 0; t < g.len; ++t) {
               e[t] *= mk[t];
-              W += e[t];
+              Zm += e[t];
             }
-            sc.ev.add(e, hd.vt + g.j0, N, g.len);
+            sc.ev.add(dh, e, hd.vt + g.j0, N, g.len);
             off += g.len;
           }
         }
-        const T denom = masked ? W + static_cast<T>(kMaskEpsilon) * Z : W;
+        const T denom = masked ? Zm + static_cast<T>(kMaskEpsilon) * Z : Zm;
         sc.ev.finish(sc.acc.data());
         for (int64_t d = 0; d < Dh; ++d) oi[d] = sc.acc[d] / denom;
         lse[bh * Nq + i] = m + std::log(denom);
@@ -747,8 +645,6 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
     }
   }
 }
-
-namespace {
 
 // Queries per block in the backward: each block's contributions to dk, dv and the query table's
 // gradient are summed in one pass per key (add_query_block), so those rows are read and written
@@ -792,301 +688,318 @@ void zero_outside(T* buffer, int64_t union_begin, int64_t union_end, int64_t beg
   for (int64_t t = end; t < union_end; ++t) buffer[t] = T(0);
 }
 
-}  // namespace
-
-// The backward visits the queries in blocks of up to kQueryBlock consecutive tokens of one line
-// of the grid (the same leading coordinates), which therefore see the same grid rows of keys:
-// their k-th segments cover the same row, shifted along the last axis. With column tables the
-// blocks are consecutive tokens of one column instead (the same table; their one run each is
-// shifted by a row). Per query (phase A) it
-// recomputes the logits and computes the row's own gradients (dq, the per-entry tables), and
-// leaves its per-key terms in block buffers: e m (for dv), d content (for dk) and d positional
-// (for the query table), indexed by key / relative entry. Per block (phase B) the union of the
-// queries' k-th segments is added into dk, dv and the query table's gradient in one pass.
+// Every table gradient a backward call wants, as one zeroed copy per thread (threads add to their
+// own copy without locks); phase C sums the copies into the caller's buffers.
 template <typename T>
-void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
-              const T* lse, const T* dout, const Grads<T>& grads) {
-  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, Dh = P.Dh, R = P.R, H = P.H;
-  const Prepared<T> prep(P, tables, k, v);
-  const QuerySegments segments(P.geometry, first, Nq);
-  const bool positional = tables.query_table_t || tables.bias;
-  const bool masked = tables.prob_mask != nullptr;
-  const T eps = masked ? static_cast<T>(kMaskEpsilon) : T(0);
-  const int64_t row_keys = max_row_keys(P.geometry);
-  // Tokens per line of the grid: a block never crosses one (no grid: every query sees all keys).
-  const int64_t line = P.geometry.structure.empty() ? std::max<int64_t>(N, 1) : P.geometry.structure.back();
-  // The order of the queries and the group (grid line, or column with column tables) a block
-  // stays in.
-  const int64_t C = P.table_columns, HT = H * C;  // HT: heads of the relative tables
-  std::vector<int64_t> order;
-  order.reserve(static_cast<size_t>(Nq));
-  for (int64_t x = 0; x < C; ++x)
-    for (int64_t i = ((x - first) % C + C) % C; i < Nq; i += C) order.push_back(i);
-  auto group_of = [&](int64_t i) { return C > 1 ? (first + i) % C : (first + i) / line; };
-  const DType dt = dtype_of<T>();
-  Tensor dkt = Tensor::zeros({BH, Dh, N}, dt), dvt = Tensor::zeros({BH, Dh, N}, dt);
-  T* dktp = dkt.data<T>();
-  T* dvtp = dvt.data<T>();
-  // Table gradients: one zeroed copy per thread, summed at the end.
-  const int threads = std::max(1, thread_count());
-  struct TableGrad {
+class ThreadTableGrads {
+ public:
+  using Copies = std::array<T*, kTableKindCount>;  // one thread's whole tables, per kind (null: not wanted)
+  ThreadTableGrads(const Problem& P, const Grads<T>& grads, int threads) : threads_(threads) {
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) {
+      const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, P.Dh, P.R);
+      const int64_t heads = layout.relative ? P.H * P.table_columns : P.H;
+      size_[kind] = heads * layout.rows * layout.entries;
+      if (!grads.of[kind]) continue;
+      tables_.push_back({grads.of[kind], size_[kind], Tensor::zeros({threads, size_[kind]}, dtype_of<T>())});
+      first_[kind] = tables_.back().per_thread.template data<T>();
+    }
+  }
+  Copies of_thread(int tid) const {
+    Copies mine{};
+    for (size_t kind = 0; kind < kTableKindCount; ++kind)
+      mine[kind] = first_[kind] ? first_[kind] + tid * size_[kind] : nullptr;
+    return mine;
+  }
+  // Phase C: each wanted gradient = the sum of the threads' copies.
+  void sum_into_targets() const {
+    for (const Table& t : tables_) {
+      const T* src = t.per_thread.template data<T>();
+      cpu::parallel_for(t.size, threads_, [&](int64_t x) {
+        T total = 0;
+        for (int th = 0; th < threads_; ++th) total += src[th * t.size + x];
+        t.target[x] = total;
+      });
+    }
+  }
+
+ private:
+  struct Table {
     T* target;
     int64_t size;
     Tensor per_thread;  // [threads, size]
   };
-  std::vector<TableGrad> table_grads;
-  auto table_grad = [&](T* target, int64_t size) -> T* {
-    if (!target) return nullptr;
-    table_grads.push_back({target, size, Tensor::zeros({threads, size}, dt)});
-    return table_grads.back().per_thread.template data<T>();
-  };
-  T* g_key_bias = table_grad(grads.key_bias, H * Dh);
-  T* g_table_t = table_grad(grads.query_table_t, HT * Dh * R);
-  T* g_bias = table_grad(grads.bias, HT * R);
-  T* g_mod = table_grad(grads.modulation, HT * R);
-  T* g_modpos = table_grad(grads.positional_modulation, HT * R);
-  T* g_mask = table_grad(grads.prob_mask, HT * R);
+  int threads_;
+  std::vector<Table> tables_;
+  Copies first_{};                                // thread 0's copies
+  std::array<int64_t, kTableKindCount> size_{};  // entries of each kind's whole table
+};
 
-#pragma omp parallel if (BH > 1 && threads > 1)
-  {
-    const int tid = thread_id();
-    constexpr int kQ = kQueryBlock;
-    Scratch<T> sc(row_keys, Dh);
-    // Per query: dq from the positional terms, and sum_j d content_j k_j (dq's content part / scale,
-    // and the key bias's gradient).
-    std::vector<T> ds(static_cast<size_t>(row_keys)), dq_row(static_cast<size_t>(Dh)), dck(static_cast<size_t>(Dh));
-    RowDotSums<T> dq_table(Dh), dq_content(Dh);
-    // run_backward's destination for the table gradients nobody needs: 4 rows of R entries.
-    std::vector<T> junk(static_cast<size_t>(4 * R));
-    // Block state, per slot (an active query of the block): its segments, its d content / d k_j
-    // (ka), dout, q and the three per-key buffers of phase A.
-    std::span<const Segment> segs[kQ];
-    int64_t slot_query[kQ];
-    std::vector<T> ka(static_cast<size_t>(kQ * Dh)), wv(static_cast<size_t>(kQ * Dh)),
-        wt(static_cast<size_t>(kQ * Dh));
-    std::vector<T> block_pm(static_cast<size_t>(kQ * N)), block_dc(static_cast<size_t>(kQ * N));
-    std::vector<T> block_dp(grads.query_table_t ? static_cast<size_t>(kQ * R) : 0);
-    // Per segment index: the union of the block's runs, keys [j0, j1) and relative entries [r0, r1).
-    struct BlockRun {
-      int64_t j0, j1, r0, r1;
-    };
-    std::vector<BlockRun> block_runs;
-    auto mine = [&](T* base, int64_t size) { return base ? base + tid * size : nullptr; };
-    T* my_key_bias = mine(g_key_bias, H * Dh);
-    T* my_table_t = mine(g_table_t, HT * Dh * R);
-    T* my_bias = mine(g_bias, HT * R);
-    T* my_mod = mine(g_mod, HT * R);
-    T* my_modpos = mine(g_modpos, HT * R);
-    T* my_mask = mine(g_mask, HT * R);
-#pragma omp for schedule(dynamic)
-    for (int64_t bh = 0; bh < BH; ++bh) {
-      const int64_t h = bh % H;
-      Head<T> hd;
-      T* dkth = dktp + bh * Dh * N;
-      T* dvth = dvtp + bh * Dh * N;
-      T* hb_key_bias = my_key_bias ? my_key_bias + h * Dh : nullptr;
-      T *hb_table_t, *hb_bias, *hb_mod, *hb_modpos, *hb_mask;
-      // The head and this thread's table gradients of query column x (x = 0 without column tables).
-      auto select_column = [&](int64_t x) {
-        const int64_t th = h * C + x;
-        hd = prep.head(P, tables, q, bh, x);
-        hb_table_t = my_table_t ? my_table_t + th * Dh * R : nullptr;
-        hb_bias = my_bias ? my_bias + th * R : nullptr;
-        hb_mod = my_mod ? my_mod + th * R : nullptr;
-        hb_modpos = my_modpos ? my_modpos + th * R : nullptr;
-        hb_mask = my_mask ? my_mask + th * R : nullptr;
-      };
-      select_column(0);
-      // run_backward (the per-key terms in one pass) takes heads of width 8 or 16 with a
-      // positional term.
-      const bool one_pass = positional && (Dh == 8 || Dh == 16);
-      const bool modulated = my_mod || my_modpos || my_mask;
+// What stays fixed during one backward call, shared by its threads.
+template <typename T>
+struct BackwardCall {
+  const Problem& P;
+  const Tables<T>& tables;
+  const Prepared<T>& prep;
+  const QuerySegments& segments;
+  const T *q, *out, *lse, *dout;
+  const Grads<T>& grads;
+  T* dkt;  // [BH, Dh, N]: dk transposed, written by phase B
+  T* dvt;  // [BH, Dh, N]
+  // The order of the queries: by column of the tables with column tables, else as they come.
+  std::vector<int64_t> order;
+  int64_t line;  // tokens per grid line: a block never crosses one
 
-      // Phase A for the query of slot `slot` (the block's unions already in block_runs).
-      auto query_terms = [&](int slot) {
-        const int64_t i = slot_query[slot];
-        const T* qi = hd.q + i * Dh;
-        const T* doi = dout + (bh * Nq + i) * Dh;
-        const T* oi = out + (bh * Nq + i) * Dh;
-        const T row_lse = lse[bh * Nq + i];
-        T* ka_q = ka.data() + slot * Dh;
-        T* pm_q = block_pm.data() + slot * N;
-        T* dc_q = block_dc.data() + slot * N;
-        T* dp_q = hb_table_t ? block_dp.data() + slot * R : nullptr;
-        T D = 0;
-        for (int64_t d = 0; d < Dh; ++d) D += doi[d] * oi[d];
-        for (int64_t d = 0; d < Dh; ++d) {
-          sc.qs[d] = static_cast<T>(P.scale) * qi[d];
-          ka_q[d] = sc.qs[d] + (hd.key_bias ? hd.key_bias[d] : T(0));  // d content / d k_j
-          wv[slot * Dh + d] = doi[d];
-          wt[slot * Dh + d] = qi[d];
-        }
-        for (size_t n = 0; n < segs[slot].size(); ++n) {
-          const Segment& g = segs[slot][n];
-          const int64_t len = g.len;
-          if (one_pass) {
-            auto table_row = [&](T* row, int which) { return (row ? row : junk.data() + which * R) + g.r0; };
-            const RunTerms<T> terms{pm_q + g.j0,           dc_q + g.j0,           dp_q ? dp_q + g.r0 : ds.data(),
-                                    table_row(hb_bias, 0), table_row(hb_mod, 1),  table_row(hb_modpos, 2),
-                                    table_row(hb_mask, 3)};
-            segment_logits(hd, P, qi, sc.qs.data(), g, sc.s.data(), sc.c.data(), sc.p.data(), positional);
-            run_backward(Dh, modulated, hd, P, g, sc.s.data(), sc.c.data(), sc.p.data(), doi, row_lse, D, eps,
-                         terms);
-            if (hd.table_t)
-              RowDotSums<T>::add_both(dq_table, terms.dp, hd.table_t + g.r0, R, dq_content, terms.dc, hd.kt + g.j0, N,
-                                      len);
-            else
-              dq_content.add(terms.dc, hd.kt + g.j0, N, len);
-            if (dp_q) zero_outside(dp_q, block_runs[n].r0, block_runs[n].r1, g.r0, g.r0 + len);
-            zero_outside(pm_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
-            zero_outside(dc_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
-            continue;
-          }
-          T* __restrict s = sc.s.data();
-          T* __restrict c = sc.c.data();
-          T* __restrict p = sc.p.data();
-          T* __restrict e = sc.e.data();
-          T* __restrict dsr = ds.data();
-          segment_logits(hd, P, qi, sc.qs.data(), g, s, c, p, positional);
-          // e = exp(s - lse) = the unmasked probability times Z / denominator; dOv = dout_i . v_j
-#pragma omp simd
-          for (int64_t t = 0; t < len; ++t) e[t] = exp_row(s[t] - row_lse);
-          row_combination(Dh, doi, hd.vt + g.j0, N, len, dsr);  // dOv for now
-          const T* __restrict mk = hd.mask + g.r0;
-          if (hb_mask) {
-            T* __restrict gm = hb_mask + g.r0;
-#pragma omp simd
-            for (int64_t t = 0; t < len; ++t) gm[t] += e[t] * (dsr[t] - D);
-          }
-          // dv_j += e M dout_i (phase B, from pm); ds = e (M (dOv - D) - eps D)
-          T* __restrict pm = pm_q + g.j0;
-#pragma omp simd
-          for (int64_t t = 0; t < len; ++t) {
-            pm[t] = e[t] * mk[t];
-            dsr[t] = e[t] * (mk[t] * (dsr[t] - D) - eps * D);
-          }
-          // s = mod (c + modpos p): d mod, then d content (block_dc) and d positional
-          const T* __restrict mod = hd.mod + g.r0;
-          const T* __restrict mp = hd.modpos + g.r0;
-          if (hb_mod) {
-            T* __restrict gm = hb_mod + g.r0;
-            if (positional) {
-#pragma omp simd
-              for (int64_t t = 0; t < len; ++t) gm[t] += dsr[t] * (c[t] + mp[t] * p[t]);
-            } else {
-#pragma omp simd
-              for (int64_t t = 0; t < len; ++t) gm[t] += dsr[t] * c[t];
-            }
-          }
-          T* __restrict dc = dc_q + g.j0;
-#pragma omp simd
-          for (int64_t t = 0; t < len; ++t) dc[t] = dsr[t] * mod[t];
-          if (positional) {
-            if (hb_modpos) {
-              T* __restrict gm = hb_modpos + g.r0;
-#pragma omp simd
-              for (int64_t t = 0; t < len; ++t) gm[t] += dc[t] * p[t];
-            }
-            T* __restrict dp = dp_q ? dp_q + g.r0 : dsr;  // d positional
-#pragma omp simd
-            for (int64_t t = 0; t < len; ++t) dp[t] = dc[t] * mp[t];
-            if (hb_bias) {
-              T* __restrict gb = hb_bias + g.r0;
-#pragma omp simd
-              for (int64_t t = 0; t < len; ++t) gb[t] += dp[t];
-            }
-            if (hd.table_t)  // dq += sum_j dp T[r] (the table's own gradient: phase B, from dp)
-              dq_table.add(dp, hd.table_t + g.r0, R, len);
-            if (dp_q) zero_outside(dp_q, block_runs[n].r0, block_runs[n].r1, g.r0, g.r0 + len);
-          }
-          // content = scale q.k + a.k: dq += scale dc k, da += dc k (dk += dc ka: phase B)
-          dq_content.add(dc, hd.kt + g.j0, N, len);
-          zero_outside(pm_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
-          zero_outside(dc_q, block_runs[n].j0, block_runs[n].j1, g.j0, g.j0 + len);
-        }
-        T* dqi = grads.dq + (bh * Nq + i) * Dh;
-        dq_table.finish(dq_row.data());
-        dq_content.finish(dck.data());
-        for (int64_t d = 0; d < Dh; ++d) {
-          dqi[d] = dq_row[d] + static_cast<T>(P.scale) * dck[d];
-          if (hb_key_bias) hb_key_bias[d] += dck[d];
-        }
-      };
+  // The block group of query i: its grid line, or its table column with column tables.
+  int64_t group_of(int64_t i) const {
+    const int64_t first = P.N - P.Nq;
+    return P.table_columns > 1 ? (first + i) % P.table_columns : (first + i) / line;
+  }
+};
 
-      // Phases A and B for slots [s0, s0 + qn) (their segment lists have the same length).
-      auto run_block = [&](int s0, int qn) {
-        const size_t count = segs[s0].size();
-        block_runs.resize(count);
-        for (size_t n = 0; n < count; ++n) {
-          int64_t j_lo = segs[s0][n].j0, j_hi = j_lo + segs[s0][n].len;
-          int64_t r_lo = segs[s0][n].r0, r_hi = r_lo + segs[s0][n].len;
-          for (int slot = s0 + 1; slot < s0 + qn; ++slot) {
-            const Segment& g = segs[slot][n];
-            j_lo = std::min(j_lo, g.j0);
-            j_hi = std::max(j_hi, g.j0 + g.len);
-            r_lo = std::min(r_lo, g.r0);
-            r_hi = std::max(r_hi, g.r0 + g.len);
-          }
-          block_runs[n] = {j_lo, j_hi, r_lo, r_hi};
-        }
-        for (int slot = s0; slot < s0 + qn; ++slot) query_terms(slot);
-        const T* src[kQ];
-        for (size_t n = 0; n < count; ++n) {
-          const int64_t u0 = block_runs[n].j0, len = block_runs[n].j1 - u0;
-          for (int x = 0; x < qn; ++x) src[x] = block_dc.data() + (s0 + x) * N + u0;
-          add_query_block(qn, dkth + u0, N, Dh, src, ka.data() + s0 * Dh, len);
-          for (int x = 0; x < qn; ++x) src[x] = block_pm.data() + (s0 + x) * N + u0;
-          add_query_block(qn, dvth + u0, N, Dh, src, wv.data() + s0 * Dh, len);
-          if (hb_table_t && positional) {
-            const int64_t v0 = block_runs[n].r0;
-            for (int x = 0; x < qn; ++x) src[x] = block_dp.data() + (s0 + x) * R + v0;
-            add_query_block(qn, hb_table_t + v0, R, Dh, src, wt.data() + s0 * Dh, block_runs[n].r1 - v0);
-          }
-        }
-      };
+// One thread's share of a backward call: the heads it is given, block by block.
+template <typename T, class W>
+class BackwardWorker {
+ public:
+  BackwardWorker(W dh, const BackwardCall<T>& call, const typename ThreadTableGrads<T>::Copies& mine)
+      : dh_(dh),
+        call_(call),
+        P_(call.P),
+        mine_(mine),
+        Dh_(call.P.Dh),
+        sc_(max_row_keys(call.P.geometry), call.P.Dh),
+        dp_scratch_(static_cast<size_t>(max_row_keys(call.P.geometry))),
+        dq_table_(call.P.Dh),
+        dq_content_(call.P.Dh),
+        dck_(static_cast<size_t>(call.P.Dh)),
+        unwanted_row_(std::max(call.P.R, call.P.N)),
+        unwanted_(static_cast<size_t>(4 * unwanted_row_)),
+        ka_(static_cast<size_t>(kQueryBlock * call.P.Dh)),
+        wv_(static_cast<size_t>(kQueryBlock * call.P.Dh)),
+        wt_(static_cast<size_t>(kQueryBlock * call.P.Dh)),
+        block_pm_(static_cast<size_t>(kQueryBlock * call.P.N)),
+        block_dc_(static_cast<size_t>(kQueryBlock * call.P.N)),
+        block_dp_(call.grads.of[kQueryTable] ? static_cast<size_t>(kQueryBlock * call.P.R) : 0) {}
 
-      // Blocks: up to kQ queries of one group in `order` with equal numbers of segments
-      // (run_block pairs them by index; queries of one grid line always have equal numbers).
-      // With column tables only queries of one run each share a block: the runs of a column's
-      // queries are a row apart, so the unions of several runs per query could overlap.
-      for (size_t o = 0; o < order.size();) {
-        const int64_t group = group_of(order[o]);
-        int qn = 0;
-        while (o < order.size() && qn < kQ && group_of(order[o]) == group) {
-          const int64_t i = order[o];
-          // No key: no gradient.
-          const bool active = lse[bh * Nq + i] != std::numeric_limits<T>::infinity() && segments.keys(i) > 0;
-          const bool joins = qn == 0 || (segments.of(i).size() == segs[0].size() && (C == 1 || segs[0].size() == 1));
-          if (active && !joins) break;  // starts the next block
-          ++o;
-          T* dqi = grads.dq + (bh * Nq + i) * Dh;
-          for (int64_t d = 0; d < Dh; ++d) dqi[d] = T(0);
-          if (!active) continue;
-          segs[qn] = segments.of(i);
-          slot_query[qn++] = i;
-        }
-        if (qn == 0) continue;
-        if (C > 1) select_column(group);
-        run_block(0, qn);
+  // dq of every query of batch-head bh, and dk, dv of its keys; adds to this thread's table
+  // gradients.
+  void head(int64_t bh) {
+    bh_ = bh;
+    select_column(0);
+    const std::vector<int64_t>& order = call_.order;
+    for (size_t o = 0; o < order.size();) {
+      // A block: up to kQueryBlock queries of one group with equal numbers of runs (phase B pairs
+      // them by index; the queries of one grid line always have equal numbers). With column
+      // tables only queries of one run each share a block: the runs of a column's queries are a
+      // row apart, so the unions of several runs per query could overlap.
+      const int64_t group = call_.group_of(order[o]);
+      int qn = 0;
+      while (o < order.size() && qn < kQueryBlock && call_.group_of(order[o]) == group) {
+        const int64_t i = order[o];
+        const bool active = call_.lse[bh * P_.Nq + i] != std::numeric_limits<T>::infinity() &&
+                            call_.segments.keys(i) > 0;  // no key: no gradient
+        const bool joins = qn == 0 || (call_.segments.of(i).size() == segs_[0].size() &&
+                                       (P_.table_columns == 1 || segs_[0].size() == 1));
+        if (active && !joins) break;  // starts the next block
+        ++o;
+        T* dqi = call_.grads.dq + (bh * P_.Nq + i) * Dh_;
+        for (int64_t d = 0; d < Dh_; ++d) dqi[d] = T(0);
+        if (!active) continue;
+        segs_[qn] = call_.segments.of(i);
+        slot_query_[qn++] = i;
       }
-      // dk, dv back to [N, Dh]
-      T* dkh = grads.dk + bh * N * Dh;
-      T* dvh = grads.dv + bh * N * Dh;
-      for (int64_t j = 0; j < N; ++j)
-        for (int64_t d = 0; d < Dh; ++d) {
-          dkh[j * Dh + d] = dkth[d * N + j];
-          dvh[j * Dh + d] = dvth[d * N + j];
-        }
+      if (qn == 0) continue;
+      if (P_.table_columns > 1) select_column(group);
+      block(qn);
+    }
+    // dk, dv back to [N, Dh]
+    const int64_t N = P_.N;
+    const T* dkth = call_.dkt + bh * Dh_ * N;
+    const T* dvth = call_.dvt + bh * Dh_ * N;
+    T* dkh = call_.grads.dk + bh * N * Dh_;
+    T* dvh = call_.grads.dv + bh * N * Dh_;
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t d = 0; d < Dh_; ++d) {
+        dkh[j * Dh_ + d] = dkth[d * N + j];
+        dvh[j * Dh_ + d] = dvth[d * N + j];
+      }
+  }
+
+ private:
+  // Per segment index: the union of the block's runs, keys [j0, j1) and relative entries [r0, r1).
+  struct BlockRun {
+    int64_t j0, j1, r0, r1;
+  };
+
+  // The head's tables and this thread's table gradients for query column x (x = 0 without
+  // column tables).
+  void select_column(int64_t x) {
+    const int64_t h = bh_ % P_.H, th = h * P_.table_columns + x;
+    hd_ = call_.prep.head(P_, call_.tables, call_.q, bh_, x);
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) {
+      const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, Dh_, P_.R);
+      g_[kind] = mine_[kind] ? mine_[kind] + (layout.relative ? th : h) * layout.rows * layout.entries : nullptr;
     }
   }
-  for (const TableGrad& tg : table_grads) {
-    const T* src = tg.per_thread.template data<T>();
-    cpu::parallel_for(tg.size, threads, [&](int64_t x) {
-      T total = 0;
-      for (int t = 0; t < threads; ++t) total += src[t * tg.size + x];
-      tg.target[x] = total;
-    });
+
+  // Phases A and B for the block's qn queries.
+  void block(int qn) {
+    const size_t count = segs_[0].size();
+    block_runs_.resize(count);
+    for (size_t n = 0; n < count; ++n) {
+      BlockRun u{segs_[0][n].j0, segs_[0][n].j0 + segs_[0][n].len, segs_[0][n].r0, segs_[0][n].r0 + segs_[0][n].len};
+      for (int slot = 1; slot < qn; ++slot) {
+        const Segment& g = segs_[slot][n];
+        u = {std::min(u.j0, g.j0), std::max(u.j1, g.j0 + g.len), std::min(u.r0, g.r0), std::max(u.r1, g.r0 + g.len)};
+      }
+      block_runs_[n] = u;
+    }
+    for (int slot = 0; slot < qn; ++slot) row_gradients(slot);
+    add_block_to_keys(qn);
   }
+
+  // Phase A for the query of `slot`: its logits and probabilities recomputed run by run, their
+  // gradient, the per-entry table gradients and dq_i; e M, d content and d positional are left in
+  // the block's buffers for phase B (zero inside the block's unions where the query has no key).
+  void row_gradients(int slot) {
+    const int64_t i = slot_query_[slot], row = bh_ * P_.Nq + i, N = P_.N, R = P_.R;
+    const T* qi = hd_.q + i * Dh_;
+    const T* doi = call_.dout + row * Dh_;
+    const T* oi = call_.out + row * Dh_;
+    T D = 0;  // dout_i . out_i
+    for (int64_t d = 0; d < Dh_; ++d) D += doi[d] * oi[d];
+    T* ka = ka_.data() + slot * Dh_;
+    for (int64_t d = 0; d < Dh_; ++d) {
+      sc_.qs[d] = static_cast<T>(P_.scale) * qi[d];
+      ka[d] = sc_.qs[d] + (hd_.table[kKeyBias] ? hd_.table[kKeyBias][d] : T(0));  // d content / d k_j
+      wv_[slot * Dh_ + d] = doi[d];
+      wt_[slot * Dh_ + d] = qi[d];
+    }
+    const DimValues<T, W> query(qi), scaled_query(sc_.qs.data()), dout_i(doi);
+    T* pm = block_pm_.data() + slot * N;
+    T* dc = block_dc_.data() + slot * N;
+    T* dp = g_[kQueryTable] ? block_dp_.data() + slot * R : nullptr;
+    const bool modulated = g_[kModulation] || g_[kPositionalModulation] || g_[kProbMask];
+    const T eps = call_.tables.of[kProbMask] ? static_cast<T>(kMaskEpsilon) : T(0);
+    for (size_t n = 0; n < segs_[slot].size(); ++n) {
+      const Segment& g = segs_[slot][n];
+      auto table_row = [&](T* head_row, int which) {
+        return (head_row ? head_row : unwanted_.data() + which * unwanted_row_) + g.r0;
+      };
+      const RunTerms<T> terms{pm + g.j0,
+                              dc + g.j0,
+                              dp ? dp + g.r0 : dp_scratch_.data(),
+                              table_row(g_[kBias], 0),
+                              table_row(g_[kModulation], 1),
+                              table_row(g_[kPositionalModulation], 2),
+                              table_row(g_[kProbMask], 3)};
+      segment_logits(dh_, hd_, P_, query, scaled_query, g, sc_.s.data(), sc_.c.data(), sc_.p.data(),
+                     /*keep_terms=*/true);
+      const T row_lse = call_.lse[row];
+      if (modulated)
+        run_gradients<T, W, true>(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), dout_i, row_lse, D, eps,
+                                  terms);
+      else
+        run_gradients<T, W, false>(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), dout_i, row_lse, D,
+                                   eps, terms);
+      // dq_i = sum_j dp T[r] + scale sum_j dc k_j (and the key bias's gradient sum_j dc k_j)
+      if (const T* table = hd_.table[kQueryTable])
+        RowDotSums<T>::add_both(dh_, dq_table_, terms.dp, table + g.r0, R, dq_content_, terms.dc,
+                                hd_.kt + g.j0, N, g.len);
+      else
+        dq_content_.add(dh_, terms.dc, hd_.kt + g.j0, N, g.len);
+      const BlockRun& u = block_runs_[n];
+      if (dp) zero_outside(dp, u.r0, u.r1, g.r0, g.r0 + g.len);
+      zero_outside(pm, u.j0, u.j1, g.j0, g.j0 + g.len);
+      zero_outside(dc, u.j0, u.j1, g.j0, g.j0 + g.len);
+    }
+    T* dqi = call_.grads.dq + row * Dh_;
+    dq_table_.finish(sc_.acc.data());
+    dq_content_.finish(dck_.data());  // sum_j dc k_j
+    for (int64_t d = 0; d < Dh_; ++d) {
+      dqi[d] = sc_.acc[d] + static_cast<T>(P_.scale) * dck_[d];
+      if (g_[kKeyBias]) g_[kKeyBias][d] += dck_[d];
+    }
+  }
+
+  // Phase B: dk_j += dc_j ka, dv_j += pm_j dout_i and the query table's gradient += dp_r q_i,
+  // summed over the block's queries in one pass over each union of runs.
+  void add_block_to_keys(int qn) {
+    const int64_t N = P_.N, R = P_.R;
+    T* dkth = call_.dkt + bh_ * Dh_ * N;
+    T* dvth = call_.dvt + bh_ * Dh_ * N;
+    const T* src[kQueryBlock];
+    for (const BlockRun& u : block_runs_) {
+      const int64_t len = u.j1 - u.j0;
+      for (int x = 0; x < qn; ++x) src[x] = block_dc_.data() + x * N + u.j0;
+      add_query_block(qn, dkth + u.j0, N, Dh_, src, ka_.data(), len);
+      for (int x = 0; x < qn; ++x) src[x] = block_pm_.data() + x * N + u.j0;
+      add_query_block(qn, dvth + u.j0, N, Dh_, src, wv_.data(), len);
+      if (g_[kQueryTable]) {
+        for (int x = 0; x < qn; ++x) src[x] = block_dp_.data() + x * R + u.r0;
+        add_query_block(qn, g_[kQueryTable] + u.r0, R, Dh_, src, wt_.data(), u.r1 - u.r0);
+      }
+    }
+  }
+
+  W dh_;
+  const BackwardCall<T>& call_;
+  const Problem& P_;
+  const typename ThreadTableGrads<T>::Copies mine_;  // this thread's table gradients
+  const int64_t Dh_;
+  Scratch<T> sc_;
+  std::vector<T> dp_scratch_;        // d positional of one run when the query table's gradient is not wanted
+  RowDotSums<T> dq_table_, dq_content_;  // dq_i's sums over keys: sum dp T[r], sum dc k_j
+  std::vector<T> dck_;                  // [Dh] dq_content_'s result
+  int64_t unwanted_row_;             // max(R, N): a row covers any run's entries (trees: r0 = 0, N keys)
+  std::vector<T> unwanted_;          // 4 such rows: where gradients nobody wants go
+  int64_t bh_ = 0;
+  Head<T> hd_{};
+  typename ThreadTableGrads<T>::Copies g_{};  // where this thread's gradients of the head's tables start
+  // The block: per slot (an active query) its runs, its query, d content / d k_j (ka), dout_i
+  // (wv), q_i (wt) and phase A's per-key buffers; the unions of its runs.
+  std::span<const Segment> segs_[kQueryBlock];
+  int64_t slot_query_[kQueryBlock] = {};
+  std::vector<T> ka_, wv_, wt_;
+  std::vector<T> block_pm_, block_dc_, block_dp_;  // [kQueryBlock, N], [kQueryBlock, N], [kQueryBlock, R]
+  std::vector<BlockRun> block_runs_;
+};
+
+// backward() for a head width dh (with_head_width).
+template <typename T, class W>
+void backward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v,
+                         const T* out, const T* lse, const T* dout, const Grads<T>& grads) {
+  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, C = P.table_columns;
+  const Prepared<T> prep(P, tables, k, v);
+  const QuerySegments segments(P.geometry, first, Nq);
+  Tensor dkt = Tensor::zeros({BH, P.Dh, N}, dtype_of<T>()), dvt = Tensor::zeros({BH, P.Dh, N}, dtype_of<T>());
+  BackwardCall<T> call{P, tables, prep, segments, q, out, lse, dout, grads, dkt.data<T>(), dvt.data<T>(), {}, 0};
+  call.line = P.geometry.structure.empty() ? std::max<int64_t>(N, 1) : P.geometry.structure.back();
+  call.order.reserve(static_cast<size_t>(Nq));
+  for (int64_t x = 0; x < C; ++x)
+    for (int64_t i = ((x - first) % C + C) % C; i < Nq; i += C) call.order.push_back(i);
+  const int threads = std::max(1, thread_count());
+  const ThreadTableGrads<T> table_grads(P, grads, threads);
+#pragma omp parallel if (BH > 1 && threads > 1)
+  {
+    BackwardWorker<T, W> worker(dh, call, table_grads.of_thread(thread_id()));
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < BH; ++bh) worker.head(bh);
+  }
+  table_grads.sum_into_targets();
+}
+
+}  // namespace
+
+template <typename T>
+void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
+             T* dense_probs) {
+  with_head_width(P.Dh, [&](auto dh) { forward_with_width(dh, P, tables, q, k, v, out, lse, dense_probs); });
+}
+
+template <typename T>
+void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
+              const T* lse, const T* dout, const Grads<T>& grads) {
+  with_head_width(P.Dh, [&](auto dh) { backward_with_width(dh, P, tables, q, k, v, out, lse, dout, grads); });
 }
 
 }  // namespace posgrad::fused_detail::POSGRAD_FUSED_VARIANT

@@ -11,6 +11,7 @@
 
 #include "attention/fused/fused_attention.h"
 #include "attention/multi_head_attention.h"
+#include "attention/reference_attention.h"
 #include "attention/registry.h"
 #include "autograd/gradcheck.h"
 #include "posgrad.h"
@@ -106,8 +107,8 @@ std::unique_ptr<MultiHeadAttention> make_layer(const FusedCase& c, int64_t D, in
 
 BOOST_AUTO_TEST_SUITE(fused_path)
 
-// Head widths 4, 8 (the thesis's) and 16: the last two take the fixed-width loops (the forward's
-// segment_logits_fixed, the backward's run_backward) wherever there is a query table.
+// Head widths 4, 8 (the thesis's) and 16: the key loops with Dh read at run time (4, 16) and
+// compiled as a constant (8; with_head_width in fused_kernels_impl.h).
 BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
   const int64_t H = 2;
   for (const int64_t D : {8, 16, 32})
@@ -145,7 +146,7 @@ BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
 
 // The probabilities a fused forward reports (computed on request) are the reference's.
 // With a mask (adaptive span) and without (the forward's e computed inside its e . v pass), at
-// Dh 4 and 8 (the fixed-width loops).
+// Dh 4 and 8 (Dh read at run time and compiled as a constant).
 BOOST_AUTO_TEST_CASE(fused_probabilities_match_reference) {
   const std::vector<FusedCase> cases = {
       {"siren+adaptive", {{"siren", {{"hidden", "8"}}}, {"adaptive_span", {{"max_span", "5"}, {"ramp", "2"}, {"init", "0.3"}}}}, {9}, false},
@@ -169,7 +170,7 @@ BOOST_AUTO_TEST_CASE(fused_probabilities_match_reference) {
 }
 
 // Central differences through the op itself, with every table present, a key box and padding;
-// Dh = 3 and the thesis's Dh = 8 (the fixed-width logits loop).
+// Dh = 3 and the thesis's Dh = 8 (Dh read at run time and compiled as a constant).
 BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
   for (const int64_t Dh : {3, 8})
   for (const std::vector<int64_t>& structure : {std::vector<int64_t>{7}, std::vector<int64_t>{3, 4}}) {
@@ -202,6 +203,64 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
     };
     const GradcheckResult r = gradcheck(fn, inputs);
     BOOST_TEST(r.ok, "fused gradcheck " << structure.size() << "-D Dh=" << Dh << ": " << r.message);
+  }
+}
+
+// Every kind of table of kTableKinds (attention_terms.h), merged into terms holding only a
+// positional bias: the fused op agrees with the reference (the output and the gradients of q, k,
+// v and the table, float64), and the table changes the output of both (each implementation reads
+// it), on a sequence and on a grid with column tables.
+BOOST_AUTO_TEST_CASE(every_table_kind_acts_alike_in_both_implementations) {
+  for (const std::vector<int64_t>& structure : {std::vector<int64_t>{7}, std::vector<int64_t>{3, 4}})
+  for (const TableKind& kind : kTableKinds) {
+    Generator gen(17);
+    const Positions pos = positions_of(structure);
+    const int64_t B = 2, H = 2, N = pos.tokens(), R = pos.relative_size(), Dh = 3;
+    AttentionSpec spec;
+    spec.positions = pos;
+    spec.scale = 0.6;
+    const Shape table_shape = kind.shape == TableShape::HeadVector ? Shape{H, Dh}
+                              : kind.shape == TableShape::Entries ? Shape{H, R}
+                                                                   : Shape{H, R, Dh};
+    const Tensor table = kind.merge == TableMerge::Add ? normal(table_shape, 0, 1, gen, kFloat64)
+                                                       : uniform(table_shape, 0.2, 1.5, gen, kFloat64);
+    const std::vector<Tensor> qkv = {normal({B, H, N, Dh}, 0, 1, gen, kFloat64),
+                                     normal({B, H, N, Dh}, 0, 1, gen, kFloat64),
+                                     normal({B, H, N, Dh}, 0, 1, gen, kFloat64)};
+    const Tensor weights = normal({B, H, N, Dh}, 0, 1, gen, kFloat64);
+    const Tensor context_bias = normal({H, R}, 0, 1, gen, kFloat64);
+    struct Run {
+      Tensor out;
+      std::vector<Tensor> grads;  // q, k, v, table
+    };
+    auto run = [&](bool fused, bool with_table) {
+      std::vector<Variable> v;
+      for (const Tensor& t : qkv) v.emplace_back(t.clone(), true);
+      v.emplace_back(table.clone(), true);
+      AttentionTerms terms;
+      terms.bias = Variable(context_bias);  // a positional term for positional_modulation to scale
+      if (with_table) {
+        AttentionTerms part;
+        part.*kind.member = v[3];
+        merge_terms(terms, part, "probe");
+      }
+      const Variable out = fused ? posgrad::fused_attention(v[0], v[1], v[2], terms, spec)
+                                 : reference_attention(v[0], v[1], v[2], terms, spec);
+      sum(out * Variable(weights), {}).backward();
+      Run r{out.value(), {}};
+      for (const Variable& x : v) r.grads.push_back(x.grad());
+      return r;
+    };
+    const std::string label = fmt::format("{} on {}", kind.name, pos.describe());
+    const Run reference = run(false, true), fused = run(true, true);
+    posgrad::test::expect_close(label + ": outputs", fused.out, reference.out, 1e-12, 1e-10);
+    for (size_t i = 0; i < 4; ++i)
+      posgrad::test::expect_close(fmt::format("{}: gradient {}", label, i), fused.grads[i], reference.grads[i], 1e-12,
+                                  1e-10);
+    const double reference_change = max_abs_diff(reference.out, run(false, false).out);
+    const double fused_change = max_abs_diff(fused.out, run(true, false).out);
+    BOOST_TEST(reference_change > 1e-6, label << ": the reference ignores the table");
+    BOOST_TEST(fused_change > 1e-6, label << ": the fused op ignores the table");
   }
 }
 
