@@ -5,7 +5,7 @@
 // the fused op with every table, Auto's choice, the lazily computed probabilities, and the
 // refusals (the escape hatch of ape_tree's decay, two probability masks); q holding only the last
 // Nq of the N tokens (a segment over [cache; segment]) against the last rows of the full call,
-// and gradcheck there.
+// and gradcheck there; every case again as a segment over a memory and as cross-attention.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -140,6 +140,46 @@ BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
         // Auto picks the fused path for every hook here.
         run_path(*mha, AttentionPath::Auto, x, w, forward);
         BOOST_TEST(mha->last_forward_fused(), label << ": Auto did not choose the fused path");
+      }
+}
+
+// Queries with their own positions, for every case above: a segment over a memory (sequences: the
+// last 4 tokens' queries over all keys, PositionPair::memory) and cross-attention (queries on a
+// grid of their own, smaller or larger than the keys' per dim, keys padded): fused against the
+// reference in float64 at head widths 4, 8 and 16, the output, both inputs' gradients and every
+// parameter's.
+BOOST_DATA_TEST_CASE(fused_matches_reference_for_memory_and_cross_attention, bdata::make(kCases), c) {
+  const int64_t H = 2, B = 2;
+  const Positions keys = positions_of(c.structure);
+  std::vector<int64_t> query_structure = c.structure;
+  for (size_t d = 0; d < query_structure.size(); ++d) query_structure[d] += d % 2 == 0 ? -1 : 1;
+  std::vector<std::pair<std::string, PositionPair>> pairs = {{"cross", PositionPair(positions_of(query_structure), keys)}};
+  if (c.structure.size() == 1) pairs.emplace_back("memory", PositionPair::memory(keys.tokens(), 4));
+  for (const auto& [kind, pair] : pairs)
+    for (const int64_t D : {8, 16, 32})
+      for (const bool causal : {false, true}) {
+        if (causal && (!c.causal || kind == "cross")) continue;
+        Generator gen(7);
+        auto mha = make_layer(c, D, H, gen);
+        mha->to(kFloat64);
+        const int64_t Nq = pair.queries().tokens(), Nk = pair.keys().tokens();
+        const bool memory = kind == "memory";
+        // One input holds both sides (the memory's queries are its last rows), so dx covers both.
+        const int64_t rows = memory ? Nk : Nq + Nk;
+        Tensor x = normal({B, rows, D}, 0, 1, gen, kFloat64), w = normal({B, Nq, D}, 0, 1, gen, kFloat64);
+        std::vector<double> pad(static_cast<size_t>(B * Nk), 0.0);
+        pad[static_cast<size_t>(Nk + 1)] = pad[static_cast<size_t>(2 * Nk - 1)] = 1.0;  // example 1: two keys padded
+        const Tensor padding = Tensor::from_vector(pad, {B, Nk});
+        auto forward = [&](const Variable& xv) {
+          const Variable from_keys = memory ? xv : narrow(xv, 1, Nq, Nk);
+          const Variable from_queries = memory ? narrow(xv, 1, Nk - Nq, Nq) : narrow(xv, 1, 0, Nq);
+          return mha->forward(from_queries, from_keys, AttentionContext{&pair, padding, causal, nullptr});
+        };
+        PathRun ref = run_path(*mha, AttentionPath::Reference, x, w, forward);
+        PathRun fused = run_path(*mha, AttentionPath::Fused, x, w, forward);
+        BOOST_TEST(mha->last_forward_fused());
+        check_runs_agree(*mha, ref, fused, 1e-11,
+                         fmt::format("{} {} ({}) Dh={}{}", c.label, kind, pair.describe(), D / H, causal ? " causal" : ""));
       }
 }
 
