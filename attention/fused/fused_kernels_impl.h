@@ -525,18 +525,18 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
 // about 2,000 page faults per training step.
 class QuerySegments {
  public:
-  QuerySegments(const RowGeometry& geo, int64_t first, int64_t Nq) : start_{0}, keys_(static_cast<size_t>(Nq)) {
+  QuerySegments(const RowGeometry& geo, int64_t Nq) : start_{0}, keys_(static_cast<size_t>(Nq)) {
     start_.reserve(static_cast<size_t>(Nq + 1));
     int64_t count = 0;
     for (int64_t i = 0; i < Nq; ++i) {
-      keys_[i] = geo.for_each_segment(first + i, [&](int64_t, int64_t, int64_t) { ++count; });
+      keys_[i] = geo.for_each_segment(i, [&](int64_t, int64_t, int64_t) { ++count; });
       start_.push_back(count);
     }
     static_assert(sizeof(Segment) == 3 * sizeof(int64_t), "Segment is three int64");
     storage_ = Tensor::empty({std::max<int64_t>(count, 1), 3}, kInt64);
     Segment* out = reinterpret_cast<Segment*>(storage_.data<int64_t>());
     for (int64_t i = 0; i < Nq; ++i)
-      geo.for_each_segment(first + i, [&](int64_t j0, int64_t r0, int64_t len) { *out++ = {j0, r0, len}; });
+      geo.for_each_segment(i, [&](int64_t j0, int64_t r0, int64_t len) { *out++ = {j0, r0, len}; });
   }
   // Query row i's runs, and the number of keys they cover.
   std::span<const Segment> of(int64_t i) const {
@@ -571,13 +571,13 @@ int64_t max_row_keys(const RowGeometry& geo) {
 template <typename T, class W>
 void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out,
                         T* lse, T* dense_probs) {
-  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, Dh = P.Dh;
+  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, Dh = P.Dh;
   const Prepared<T> prep(P, tables, k, v);
   const bool masked = tables.of[kProbMask] != nullptr;
   const int64_t row_keys = max_row_keys(P.geometry);
   constexpr int64_t kChunk = 32;  // queries per work item
   const int64_t chunks = (Nq + kChunk - 1) / kChunk, items = BH * chunks;
-  const QuerySegments segments(P.geometry, first, Nq);
+  const QuerySegments segments(P.geometry, Nq);
 #pragma omp parallel if (items > 1 && thread_count() > 1)
   {
     Scratch<T> sc(row_keys, Dh);
@@ -586,7 +586,7 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
       const int64_t bh = item / chunks, i_begin = (item % chunks) * kChunk, i_end = std::min(Nq, i_begin + kChunk);
       Head<T> hd = prep.head(P, tables, q, bh);
       for (int64_t i = i_begin; i < i_end; ++i) {
-        if (P.table_columns > 1) hd = prep.head(P, tables, q, bh, (first + i) % P.table_columns);
+        if (P.table_columns > 1) hd = prep.head(P, tables, q, bh, i % P.table_columns);
         const T* qi = hd.q + i * Dh;
         T* oi = out + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) sc.qs[d] = static_cast<T>(P.scale) * qi[d];
@@ -751,8 +751,7 @@ struct BackwardCall {
 
   // The block group of query i: its grid line, or its table column with column tables.
   int64_t group_of(int64_t i) const {
-    const int64_t first = P.N - P.Nq;
-    return P.table_columns > 1 ? (first + i) % P.table_columns : (first + i) / line;
+    return P.table_columns > 1 ? i % P.table_columns : i / line;
   }
 };
 
@@ -968,15 +967,15 @@ class BackwardWorker {
 template <typename T, class W>
 void backward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v,
                          const T* out, const T* lse, const T* dout, const Grads<T>& grads) {
-  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, C = P.table_columns;
+  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, C = P.table_columns;
   const Prepared<T> prep(P, tables, k, v);
-  const QuerySegments segments(P.geometry, first, Nq);
+  const QuerySegments segments(P.geometry, Nq);
   Tensor dkt = Tensor::zeros({BH, P.Dh, N}, dtype_of<T>()), dvt = Tensor::zeros({BH, P.Dh, N}, dtype_of<T>());
   BackwardCall<T> call{P, tables, prep, segments, q, out, lse, dout, grads, dkt.data<T>(), dvt.data<T>(), {}, 0};
-  call.line = P.geometry.structure.empty() ? std::max<int64_t>(N, 1) : P.geometry.structure.back();
+  call.line = P.geometry.structure.empty() ? std::max<int64_t>(Nq, 1) : P.geometry.query_structure.back();
   call.order.reserve(static_cast<size_t>(Nq));
   for (int64_t x = 0; x < C; ++x)
-    for (int64_t i = ((x - first) % C + C) % C; i < Nq; i += C) call.order.push_back(i);
+    for (int64_t i = x; i < Nq; i += C) call.order.push_back(i);
   const int threads = std::max(1, thread_count());
   const ThreadTableGrads<T> table_grads(P, grads, threads);
 #pragma omp parallel if (BH > 1 && threads > 1)

@@ -15,7 +15,7 @@
 //   src = [last W - s rows of cache; h]                 [B, W - s + M, D]   (s = attend_self)
 //   q = Wq h, k = Wk src, v = Wv src (no bias)           [B, H, M, Dh], [B, H, N, Dh]  (N = W - s + M)
 //   rope (or a registered scheme's rotate): q, k rotated by their positions in src
-//   terms over the relative grid of the N tokens (attention/attention_terms.h), the queries the last M:
+//   terms over the relative grid of PositionPair::memory(N, M) (attention/attention_terms.h):
 //     key_pe:   query_table q . P[:, S - d] / sqrt(Dh) (P = the model's shared key_pe [Dh, S])
 //     transformer_xl: key bias u / sqrt(Dh); query table and bias (q + v) . (W_kR R_d) / sqrt(Dh)
 //     alibi:    bias -m_h d;   a registered scheme (siren, t5_bias, shaw, ...): its own tables

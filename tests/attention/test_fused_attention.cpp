@@ -5,7 +5,7 @@
 // the fused op with every table, Auto's choice, the lazily computed probabilities, and the
 // refusals (the escape hatch of ape_tree's decay, two probability masks); q holding only the last
 // Nq of the N tokens (a segment over [cache; segment]) against the last rows of the full call,
-// and gradcheck there.
+// and gradcheck there; every case again as a segment over a memory and as cross-attention.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -144,6 +144,46 @@ BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
       }
 }
 
+// Queries with their own positions, for every case above: a segment over a memory (sequences: the
+// last 4 tokens' queries over all keys, PositionPair::memory) and cross-attention (queries on a
+// grid of their own, smaller or larger than the keys' per dim, keys padded): fused against the
+// reference in float64 at head widths 4, 8 and 16, the output, both inputs' gradients and every
+// parameter's.
+BOOST_DATA_TEST_CASE(fused_matches_reference_for_memory_and_cross_attention, bdata::make(kCases), c) {
+  const int64_t H = 2, B = 2;
+  const Positions keys = positions_of(c.structure);
+  std::vector<int64_t> query_structure = c.structure;
+  for (size_t d = 0; d < query_structure.size(); ++d) query_structure[d] += d % 2 == 0 ? -1 : 1;
+  std::vector<std::pair<std::string, PositionPair>> pairs = {{"cross", PositionPair(positions_of(query_structure), keys)}};
+  if (c.structure.size() == 1) pairs.emplace_back("memory", PositionPair::memory(keys.tokens(), 4));
+  for (const auto& [kind, pair] : pairs)
+    for (const int64_t D : {8, 16, 32})
+      for (const bool causal : {false, true}) {
+        if (causal && (!c.causal || kind == "cross")) continue;
+        Generator gen(7);
+        auto mha = make_layer(c, D, H, gen);
+        mha->to(kFloat64);
+        const int64_t Nq = pair.queries().tokens(), Nk = pair.keys().tokens();
+        const bool memory = kind == "memory";
+        // One input holds both sides (the memory's queries are its last rows), so dx covers both.
+        const int64_t rows = memory ? Nk : Nq + Nk;
+        Tensor x = normal({B, rows, D}, 0, 1, gen, kFloat64), w = normal({B, Nq, D}, 0, 1, gen, kFloat64);
+        std::vector<double> pad(static_cast<size_t>(B * Nk), 0.0);
+        pad[static_cast<size_t>(Nk + 1)] = pad[static_cast<size_t>(2 * Nk - 1)] = 1.0;  // example 1: two keys padded
+        const Tensor padding = Tensor::from_vector(pad, {B, Nk});
+        auto forward = [&](const Variable& xv) {
+          const Variable from_keys = memory ? xv : narrow(xv, 1, Nq, Nk);
+          const Variable from_queries = memory ? narrow(xv, 1, Nk - Nq, Nq) : narrow(xv, 1, 0, Nq);
+          return mha->forward(from_queries, from_keys, AttentionContext{&pair, padding, causal, nullptr});
+        };
+        PathRun ref = run_path(*mha, AttentionPath::Reference, x, w, forward);
+        PathRun fused = run_path(*mha, AttentionPath::Fused, x, w, forward);
+        BOOST_TEST(mha->last_forward_fused());
+        check_runs_agree(*mha, ref, fused, 1e-11,
+                         fmt::format("{} {} ({}) Dh={}{}", c.label, kind, pair.describe(), D / H, causal ? " causal" : ""));
+      }
+}
+
 // The probabilities a fused forward reports (computed on request) are the reference's.
 // With a mask (adaptive span) and without (the forward's e computed inside its e . v pass), at
 // Dh 4 and 8 (Dh read at run time and compiled as a constant).
@@ -176,7 +216,7 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
   for (const std::vector<int64_t>& structure : {std::vector<int64_t>{7}, std::vector<int64_t>{3, 4}}) {
     Generator gen(11);
     const Positions pos = positions_of(structure);
-    const int64_t B = 2, H = 2, N = pos.tokens(), R = pos.relative_size();
+    const int64_t B = 2, H = 2, N = pos.tokens(), R = PositionPair(pos).relative_size();
     AttentionSpec spec;
     spec.positions = pos;
     spec.scale = 0.6;
@@ -215,7 +255,7 @@ BOOST_AUTO_TEST_CASE(every_table_kind_acts_alike_in_both_implementations) {
   for (const TableKind& kind : kTableKinds) {
     Generator gen(17);
     const Positions pos = positions_of(structure);
-    const int64_t B = 2, H = 2, N = pos.tokens(), R = pos.relative_size(), Dh = 3;
+    const int64_t B = 2, H = 2, N = pos.tokens(), R = PositionPair(pos).relative_size(), Dh = 3;
     AttentionSpec spec;
     spec.positions = pos;
     spec.scale = 0.6;
@@ -264,26 +304,32 @@ BOOST_AUTO_TEST_CASE(every_table_kind_acts_alike_in_both_implementations) {
   }
 }
 
-// q with only the last Nq tokens: the same outputs as the last Nq rows of the call with every
-// query, dq the same rows, dk, dv and every table gradient the ones that the last rows' loss
-// gives; and gradcheck through it.
+// A segment over a memory (PositionPair::memory: the queries are the last Nq of N tokens): the
+// same outputs as the last Nq rows of the self-attention call, dq the same rows, dk, dv and every
+// table gradient the ones that the last rows' loss gives (its relative grid is the first
+// N + Nq - 1 entries of the self-attention one); and gradcheck through it.
 BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
   Generator gen(13);
   const int64_t B = 2, H = 2, N = 9, Nq = 4, Dh = 3, R = 2 * N - 1;
-  AttentionSpec spec;
-  spec.positions = Positions::sequence(N);
-  spec.scale = 0.6;
-  spec.box = OffsetBox{{-5}, {-1}};  // the 5 keys before each query
+  AttentionSpec full_spec, last_spec;
+  full_spec.positions = Positions::sequence(N);
+  last_spec.positions = PositionPair::memory(N, Nq);
+  BOOST_TEST(last_spec.positions.relative_size() == N + Nq - 1);
+  for (AttentionSpec* spec : {&full_spec, &last_spec}) {
+    spec->scale = 0.6;
+    spec->box = OffsetBox{{-5}, {-1}};  // the 5 keys before each query
+  }
   std::vector<Tensor> inputs = {normal({B, H, N, Dh}, 0, 1, gen, kFloat64), normal({B, H, N, Dh}, 0, 1, gen, kFloat64),
                                 normal({B, H, N, Dh}, 0, 1, gen, kFloat64), normal({H, Dh}, 0, 1, gen, kFloat64),
                                 normal({H, R, Dh}, 0, 0.5, gen, kFloat64), normal({H, R}, 0, 1, gen, kFloat64),
                                 uniform({H, R}, 0.1, 1.0, gen, kFloat64)};
-  auto call = [&](const std::vector<Variable>& v, const Variable& q) {
+  auto call = [&](const std::vector<Variable>& v, const Variable& q, const AttentionSpec& spec) {
+    const int64_t entries = spec.positions.relative_size();
     AttentionTerms terms;
     terms.key_bias = v[3];
-    terms.query_table = v[4];
-    terms.bias = v[5];
-    terms.prob_mask = v[6];
+    terms.query_table = narrow(v[4], 1, 0, entries);
+    terms.bias = narrow(v[5], 1, 0, entries);
+    terms.prob_mask = narrow(v[6], 1, 0, entries);
     return posgrad::fused_attention(q, v[1], v[2], terms, spec);
   };
   const Tensor weights = normal({B, H, Nq, Dh}, 0, 1, gen, kFloat64);
@@ -292,8 +338,8 @@ BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
     full_vars.emplace_back(t.clone(), true);
     last_vars.emplace_back(t.clone(), true);
   }
-  const Variable full = narrow(call(full_vars, full_vars[0]), 2, N - Nq, Nq);
-  const Variable last = call(last_vars, narrow(last_vars[0], 2, N - Nq, Nq));
+  const Variable full = narrow(call(full_vars, full_vars[0], full_spec), 2, N - Nq, Nq);
+  const Variable last = call(last_vars, narrow(last_vars[0], 2, N - Nq, Nq), last_spec);
   BOOST_REQUIRE(last.value().shape() == (Shape{B, H, Nq, Dh}));
   posgrad::test::expect_close("outputs", last.value(), full.value(), 1e-14, 1e-12);
   sum(full * Variable(weights), {}).backward();
@@ -301,12 +347,13 @@ BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
   for (size_t i = 0; i < inputs.size(); ++i)
     posgrad::test::expect_close(fmt::format("grad {}", i), last_vars[i].grad(), full_vars[i].grad(), 1e-13, 1e-11);
   inputs[0] = inputs[0].narrow(2, N - Nq, Nq).contiguous();
-  const GradcheckResult r = gradcheck([&](const std::vector<Variable>& v) { return call(v, v[0]); }, inputs);
+  const GradcheckResult r = gradcheck([&](const std::vector<Variable>& v) { return call(v, v[0], last_spec); }, inputs);
   BOOST_TEST(r.ok, "fused gradcheck with the last queries: " << r.message);
-  // More queries than keys is an error naming the shapes.
-  BOOST_CHECK_THROW(posgrad::fused_attention(Variable(normal({B, H, N + 1, Dh}, 0, 1, gen, kFloat64)),
-                                             Variable(inputs[1]), Variable(inputs[2]), AttentionTerms{}, spec),
-                    Error);
+  // Queries that the positions do not describe are an error naming both.
+  posgrad::test::check_error([&] {
+    posgrad::fused_attention(Variable(normal({B, H, N + 1, Dh}, 0, 1, gen, kFloat64)), Variable(inputs[1]),
+                             Variable(inputs[2]), AttentionTerms{}, last_spec);
+  }, {"10 queries and 9 keys", "positions describe"});
 }
 
 BOOST_AUTO_TEST_CASE(fused_path_refuses_what_it_cannot_describe) {
