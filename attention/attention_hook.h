@@ -37,11 +37,11 @@ namespace posgrad {
 
 class AttentionHook : public Module {
  public:
-  virtual void rotate(Variable& q, Variable& k, const Positions& positions) { (void)q, (void)k, (void)positions; }
-  virtual std::optional<OffsetBox> key_range(const Positions& positions) const { (void)positions; return std::nullopt; }
+  virtual void rotate(Variable& q, Variable& k, const PositionPair& positions) { (void)q, (void)k, (void)positions; }
+  virtual std::optional<OffsetBox> key_range(const PositionPair& positions) const { (void)positions; return std::nullopt; }
   // What this hook adds to the scores and probabilities at `positions`, in `dtype`; the default
   // adds nothing.
-  virtual AttentionTerms attention_terms(const Positions& positions, DType dtype) {
+  virtual AttentionTerms attention_terms(const PositionPair& positions, DType dtype) {
     (void)positions, (void)dtype;
     return {};
   }

@@ -53,7 +53,7 @@ void merge_terms(AttentionTerms& all, const AttentionTerms& part, const std::str
 }
 
 AttentionTerms combine_attention_terms(const std::vector<std::shared_ptr<AttentionHook>>& hooks,
-                                       const Positions& positions, DType dtype) {
+                                       const PositionPair& positions, DType dtype) {
   AttentionTerms all;
   for (const auto& hook : hooks) merge_terms(all, hook->attention_terms(positions, dtype), hook->summary());
   return all;

@@ -61,7 +61,7 @@ struct AttentionTerms {
 
 // What one attention call needs besides q, k, v and the terms; none of it is differentiable.
 struct AttentionSpec {
-  Positions positions;           // of the N key tokens; queries are the last Nq of them
+  PositionPair positions{Positions()};  // of the Nq queries and the N keys
   std::optional<OffsetBox> box;  // key range (offsets key - query); none = every key
   Tensor key_padding;            // [B, N], non-zero = padded key; undefined = none
   double scale = 1.0;            // of q . k (1 / sqrt(Dh))
@@ -73,7 +73,7 @@ void merge_terms(AttentionTerms& all, const AttentionTerms& part, const std::str
 
 // Every hook's terms for `positions` in `dtype`, merged as above.
 AttentionTerms combine_attention_terms(const std::vector<std::shared_ptr<AttentionHook>>& hooks,
-                                       const Positions& positions, DType dtype);
+                                       const PositionPair& positions, DType dtype);
 
 // The same terms with every table detached (values only, no autograd history kept alive).
 AttentionTerms detached(const AttentionTerms& terms);

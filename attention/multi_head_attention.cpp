@@ -48,7 +48,7 @@ Variable MultiHeadAttention::split_heads(const Variable& x) const {
   return permute(reshape(x, {B, N, heads_, head_width_}), {0, 2, 1, 3});
 }
 
-std::optional<OffsetBox> MultiHeadAttention::key_box(const Positions& positions, bool causal) const {
+std::optional<OffsetBox> MultiHeadAttention::key_box(const PositionPair& positions, bool causal) const {
   std::optional<OffsetBox> box;
   auto narrow_to = [&](const OffsetBox& b) { box = box ? box->intersect(b) : b; };
   for (const auto& hook : hooks_)
@@ -56,7 +56,7 @@ std::optional<OffsetBox> MultiHeadAttention::key_box(const Positions& positions,
   if (causal) {
     if (positions.is_tree() || positions.dims() != 1)
       fail("attention: a causal mask needs 1-D sequence positions, got {}", positions.describe());
-    narrow_to(OffsetBox{{-(positions.tokens() - 1)}, {0}});
+    narrow_to(OffsetBox{{std::min<int64_t>(positions.relative_lo()[0], 0)}, {0}});
   }
   return box;
 }
@@ -76,21 +76,54 @@ double MultiHeadAttention::last_computed_share(const Positions& positions, bool 
 }
 
 Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& masks, const Positions* positions) {
-  if (x.dim() != 3 || x.size(2) != width_)
-    fail("MultiHeadAttention: input must be [B, N, {}], got {}", width_, x.value().describe());
-  const int64_t B = x.size(0), N = x.size(1);
-  const Positions sequence = positions ? Positions() : Positions::sequence(N);
-  const Positions& pos = positions ? *positions : sequence;
-  if (pos.tokens() != N)
-    fail("MultiHeadAttention: {} tokens but positions describe {} ({})", N, pos.tokens(), pos.describe());
-  Variable q = split_heads(q_proj_->forward(x));
-  Variable k = split_heads(k_proj_->forward(x));
-  Variable v = split_heads(v_proj_->forward(x));
-  for (const auto& hook : hooks_) hook->rotate(q, k, pos);
-  const AttentionTerms terms = combine_attention_terms(hooks_, pos, q.dtype());
-  const AttentionSpec spec{pos, key_box(pos, masks.causal), masks.key_padding,
+  if (!positions) return forward(x, x, AttentionContext{nullptr, masks.key_padding, masks.causal, nullptr});
+  const PositionPair self(*positions);
+  return forward(x, x, AttentionContext{&self, masks.key_padding, masks.causal, nullptr});
+}
+
+Variable MultiHeadAttention::forward(const Variable& queries_from, const Variable& keys_from,
+                                     const AttentionContext& context) {
+  for (const Variable* x : {&queries_from, &keys_from})
+    if (x->dim() != 3 || x->size(2) != width_ || x->size(0) != queries_from.size(0))
+      fail("MultiHeadAttention: queries and keys must come from [B, N, {}] inputs of one batch, got {} and {}", width_,
+           queries_from.value().describe(), keys_from.value().describe());
+  const int64_t B = queries_from.size(0), Nq = queries_from.size(1), Nk = keys_from.size(1);
+  Variable q = split_heads(q_proj_->forward(queries_from));
+  Variable k = split_heads(k_proj_->forward(keys_from));
+  Variable v = split_heads(v_proj_->forward(keys_from));
+  Variable o;  // [B, H, Nq, Dh]
+  if (KeyValueCache* cache = context.cache) {
+    if (context.positions)
+      fail("MultiHeadAttention: with a key/value cache the positions follow from it (the new tokens come after "
+           "the {} cached ones); pass none", cache->tokens());
+    if (Nk != Nq)
+      fail("MultiHeadAttention: with a key/value cache the queries are the new tokens, {} of them, but the keys "
+           "come from {}", Nq, Nk);
+    const int64_t Nc = cache->tokens();
+    const PositionPair new_tokens(Positions::sequence(Nq, Nc));
+    for (const auto& hook : hooks_) hook->rotate(q, k, new_tokens);
+    cache->k = Nc > 0 ? cat({cache->k, k}, 2) : k;  // [B, H, Nc + Nq, Dh]
+    cache->v = Nc > 0 ? cat({cache->v, v}, 2) : v;
+    o = attend(q, cache->k, cache->v, PositionPair::memory(Nc + Nq, Nq), context.key_padding, context.causal);
+  } else {
+    const bool self = queries_from.impl() == keys_from.impl() && Nq == Nk;
+    const PositionPair sequences = self ? PositionPair(Positions::sequence(Nq))
+                                        : PositionPair(Positions::sequence(Nq), Positions::sequence(Nk));
+    const PositionPair& pos = context.positions ? *context.positions : sequences;
+    if (pos.queries().tokens() != Nq || pos.keys().tokens() != Nk)
+      fail("MultiHeadAttention: {} queries and {} keys, but the positions describe {}", Nq, Nk, pos.describe());
+    for (const auto& hook : hooks_) hook->rotate(q, k, pos);
+    o = attend(q, k, v, pos, context.key_padding, context.causal);
+  }
+  return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {B, Nq, width_}));
+}
+
+Variable MultiHeadAttention::attend(const Variable& q, const Variable& k, const Variable& v,
+                                    const PositionPair& positions, const Tensor& key_padding, bool causal) {
+  const AttentionTerms terms = combine_attention_terms(hooks_, positions, q.dtype());
+  const AttentionSpec spec{positions, key_box(positions, causal), key_padding,
                            1.0 / std::sqrt(static_cast<double>(head_width_))};
-  const Device device = x.value().device();
+  const Device device = q.value().device();
   std::string blocker = terms.fused_blocker();
   if (!device.is_cpu()) blocker = fmt::format("the input is on {} (the fused op is CPU code)", device.str());
   ProbabilityDropout dropout;
@@ -100,16 +133,13 @@ Variable MultiHeadAttention::forward(const Variable& x, const AttentionMasks& ma
   }
   last_fused_probs_ = nullptr;
   last_probs_ = Tensor();
-  Variable o;  // [B, H, N, Dh]
   if (choose_attention_path(path_, blocker, "MultiHeadAttention") == AttentionPath::Fused) {
-    o = fused_attention(q, k, v, terms, spec);
     last_fused_probs_ = [qv = q.value(), kv = k.value(), vv = v.value(), values = detached(terms), spec]() {
       return fused_attention_probs(qv, kv, vv, values, spec);
     };
-  } else {
-    o = reference_attention(q, k, v, terms, spec, &last_probs_, dropout);
+    return fused_attention(q, k, v, terms, spec);
   }
-  return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {B, N, width_}));
+  return reference_attention(q, k, v, terms, spec, &last_probs_, dropout);
 }
 
 const Tensor& MultiHeadAttention::last_probs() const {

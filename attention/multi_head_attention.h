@@ -2,13 +2,24 @@
 // positional attention, and the output projection. Parameter names (q_proj, k_proj, v_proj,
 // out_proj) match tools/golden_transformer.py; hooks are children "hooks.<i>".
 //
-// One forward, for x [B, N, D] at `positions`:
-//   q, k, v = split(proj(x))                                   [B, H, N, Dh]
-//   hooks: rotate(q, k)
+// One forward, queries from xq [B, Nq, D] and keys and values from xk [B, Nk, D] at `positions`
+// (a PositionPair, positions.h):
+//   q = split(q_proj(xq)), k, v = split(proj(xk))              [B, H, Nq | Nk, Dh]
+//   hooks: rotate(q, k)                  (q at the query positions, k at the key positions)
 //   box   = the intersection of the hooks' key ranges and the causal box (offset_box.h)
-//   terms = the hooks' tables, combined (attention_terms.h)
-//   o     = reference_attention or fused_attention (q, k, v, terms, box, padding)   [B, H, N, Dh]
-//   out   = out_proj(merge heads(o))
+//   terms = the hooks' tables over the pair's relative grid, combined (attention_terms.h)
+//   o     = reference_attention or fused_attention (q, k, v, terms, box, padding)   [B, H, Nq, Dh]
+//   out   = out_proj(merge heads(o))                                                 [B, Nq, D]
+// Three uses, one code path:
+//   * self-attention: forward(x, masks, positions), xq = xk = x, one Positions for both sides;
+//   * attention over a memory (a Transformer-XL segment): xk = [memory; segment], xq = the
+//     segment, positions = PositionPair::memory(Nk, Nq): queries are the last Nq key tokens;
+//   * cross-attention (decoder queries over encoder keys): each side its own Positions and the
+//     keys their own padding.
+// With a KeyValueCache (incremental decoding) the layer projects and rotates only the new tokens'
+// k and v, appends them to the cache and attends from the new queries (the last Nq tokens, 1-D)
+// over every cached key: token by token it computes what one causal forward over the whole
+// sequence computes.
 //
 // The two implementations compute the same numbers; choose_attention_path (attention_path.h)
 // picks one from the requested path (set_path; Auto by default): the fused op on the CPU when
@@ -19,10 +30,9 @@
 // reference implements it; a layer with a positive rate runs the reference while training (the
 // fused op has no dropout) and either path in evaluation. Its generator is a child Dropout module
 // ("attention_dropout"), so checkpoints that save every Dropout's generator resume it exactly.
-// Deliberately not here (yet): cross-attention (keys from another sequence with their own
-// positions) and attention over a memory (the char LM's SegmentAttention does that on the same
-// AttentionTerms and implementations).
-// Shapes: letters of shape_legend.h.
+// Deliberately not here: the choice of the positional scheme (registry.h) and the masks' meaning
+// beyond the key box and padding.
+// Shapes: letters of shape_legend.h; Nc the tokens in a KeyValueCache.
 #pragma once
 
 #include <functional>
@@ -36,6 +46,25 @@
 
 namespace posgrad {
 
+// The keys and values of the tokens decoded so far (rotated as their positions say), for
+// incremental decoding; one per layer, empty at the start of a sequence.
+struct KeyValueCache {
+  Variable k, v;  // [B, H, Nc, Dh]; undefined while empty
+  int64_t tokens() const { return k.defined() ? k.size(2) : 0; }  // Nc
+  void clear() { k = v = Variable(); }
+};
+
+// What one forward needs besides its inputs.
+struct AttentionContext {
+  // Where the queries and keys sit. None: sequences 0..Nq-1 and 0..Nk-1 (one sequence when the
+  // inputs are the same tokens, Nq = Nk); with a cache it must be none (the new tokens follow the
+  // cached ones on one sequence).
+  const PositionPair* positions = nullptr;
+  Tensor key_padding;   // [B, Nk] (with a cache: [B, Nc + Nq]), non-zero = padded key; undefined = none
+  bool causal = false;  // 1-D only: a query sees keys at offset <= 0
+  KeyValueCache* cache = nullptr;
+};
+
 class MultiHeadAttention : public Module {
  public:
   // `hooks` become children ("hooks.<i>"); `shared_hooks` (e.g. one APE module shared by every
@@ -45,10 +74,13 @@ class MultiHeadAttention : public Module {
                      std::vector<std::shared_ptr<AttentionHook>> hooks = {},
                      std::vector<std::shared_ptr<AttentionHook>> shared_hooks = {});
 
-  // x [B, N, D] (queries and keys from the same tokens) -> [B, N, D]. Without `positions` the
-  // tokens are a sequence 0..N-1.
+  // Self-attention: x [B, N, D] (queries and keys from the same tokens) -> [B, N, D]. Without
+  // `positions` the tokens are a sequence 0..N-1.
   using Module::forward;
   Variable forward(const Variable& x, const AttentionMasks& masks = {}, const Positions* positions = nullptr);
+  // Queries from `queries_from` [B, Nq, D] over keys and values from `keys_from` [B, Nk, D] (with a
+  // cache: the new tokens, Nk = Nq, appended to it) -> [B, Nq, D].
+  Variable forward(const Variable& queries_from, const Variable& keys_from, const AttentionContext& context);
 
   // The requested path (attention_path.h); the one that runs is chosen per forward.
   void set_path(AttentionPath path) { path_ = path; }
@@ -60,8 +92,8 @@ class MultiHeadAttention : public Module {
   // Every hook in pipeline order: the shared ones first, then the layer's own.
   const std::vector<std::shared_ptr<AttentionHook>>& hooks() const { return hooks_; }
   // The intersection of the hooks' key ranges and the causal box at `positions`; none = every key.
-  std::optional<OffsetBox> key_box(const Positions& positions, bool causal) const;
-  // Probabilities of the last forward [B, H, N, N] (for figures). After a fused forward they are
+  std::optional<OffsetBox> key_box(const PositionPair& positions, bool causal) const;
+  // Probabilities of the last forward [B, H, Nq, Nk] (for figures). After a fused forward they are
   // computed on first request from the forward's saved q, k, v and tables.
   const Tensor& last_probs() const;
   // Whether the last forward ran on the fused path.
@@ -77,6 +109,9 @@ class MultiHeadAttention : public Module {
 
  private:
   Variable split_heads(const Variable& x) const;  // [B, N, D] -> [B, H, N, Dh]
+  // q [B, H, Nq, Dh], k, v [B, H, Nk, Dh] (rotated) -> [B, H, Nq, Dh] on the chosen path.
+  Variable attend(const Variable& q, const Variable& k, const Variable& v, const PositionPair& positions,
+                  const Tensor& key_padding, bool causal);
 
   int64_t width_, heads_, head_width_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;

@@ -11,13 +11,9 @@
 
 namespace posgrad {
 
-OffsetBox OffsetBox::full(const Positions& positions) {
-  OffsetBox box;
-  for (int64_t s : positions.structure()) {
-    box.lo.push_back(-(s - 1));
-    box.hi.push_back(s - 1);
-  }
-  return box;
+OffsetBox OffsetBox::full(const PositionPair& positions) {
+  positions.keys().structure();  // grids and sequences only
+  return OffsetBox{positions.relative_lo(), positions.relative_hi()};
 }
 
 OffsetBox OffsetBox::intersect(const OffsetBox& other) const {

@@ -18,7 +18,7 @@ namespace posgrad {
 struct OffsetBox {
   std::vector<int64_t> lo, hi;
   // The box that allows every offset of `positions` (the full relative grid).
-  static OffsetBox full(const Positions& positions);
+  static OffsetBox full(const PositionPair& positions);
   OffsetBox intersect(const OffsetBox& other) const;  // error when the dims differ
   bool empty() const;                                  // some lo > hi
   int64_t volume() const;                              // number of offsets (0 when empty)

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "tensor/error.h"
 #include "tensor/ops.h"
 
@@ -19,9 +21,12 @@ int64_t product(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-Positions Positions::sequence(int64_t N) {
+Positions Positions::sequence(int64_t N, int64_t first) {
   if (N < 1) fail("Positions::sequence: need at least one token, got N = {}", N);
-  return grid({N});
+  if (first < 0) fail("Positions::sequence: the first index must be >= 0, got {}", first);
+  Positions p = grid({N});
+  p.first_ = first;
+  return p;
 }
 
 Positions Positions::grid(std::vector<int64_t> structure) {
@@ -58,7 +63,8 @@ Positions Positions::tree(const Tensor& heap, int64_t branching, int64_t max_dep
 
 std::string Positions::describe() const {
   switch (kind_) {
-    case Kind::Sequence: return fmt::format("sequence of {}", tokens_);
+    case Kind::Sequence:
+      return first_ ? fmt::format("sequence of {} from {}", tokens_, first_) : fmt::format("sequence of {}", tokens_);
     case Kind::Grid: return fmt::format("grid {}", fmt::join(structure_, "x"));
     case Kind::Tree: return fmt::format("tree positions {} (branching {})", heap_.describe(), branching_);
   }
@@ -80,81 +86,119 @@ Tensor Positions::coordinates() const {
       c[static_cast<size_t>(t * n + d)] = rest % S[static_cast<size_t>(d)];
       rest /= S[static_cast<size_t>(d)];
     }
+    c[static_cast<size_t>(t * n)] += first_;  // only sequences start later (n = 1)
   }
   return Tensor::from_vector(c, {tokens_, n});
 }
 
-int64_t Positions::relative_size() const {
+Tensor Positions::flat_indices() const {
+  structure();  // grids and sequences only
+  return add(Tensor::arange(tokens_), Tensor::full({}, static_cast<double>(first_), kInt64));
+}
+
+PositionPair::PositionPair(const Positions& self)
+    : queries_(self), keys_(self), cache_(self.cache_) {
+  if (self.is_tree()) return;
+  for (int64_t s : self.structure()) lo_.push_back(-(s - 1)), hi_.push_back(s - 1);
+}
+
+PositionPair::PositionPair(const Positions& queries, const Positions& keys)
+    : queries_(queries), keys_(keys), cache_(std::make_shared<Positions::Cache>()) {
+  if (queries.is_tree() != keys.is_tree() || queries.dims() != keys.dims() ||
+      (queries.is_tree() && queries.branching() != keys.branching()))
+    fail("PositionPair: queries at {} and keys at {} are not of one kind and dimension", queries.describe(),
+         keys.describe());
+  if (keys.is_tree()) return;
+  const std::vector<int64_t> q0 = queries.coordinates().narrow(0, 0, 1).to_vector<int64_t>();
+  const std::vector<int64_t> k0 = keys.coordinates().narrow(0, 0, 1).to_vector<int64_t>();
+  for (int64_t d = 0; d < keys.dims(); ++d) {
+    const size_t u = static_cast<size_t>(d);
+    lo_.push_back(k0[u] - (q0[u] + queries.structure()[u] - 1));
+    hi_.push_back(k0[u] + keys.structure()[u] - 1 - q0[u]);
+  }
+}
+
+PositionPair PositionPair::memory(int64_t N, int64_t Nq) {
+  if (Nq < 1 || Nq > N) fail("PositionPair::memory: need 1 <= Nq <= N queries, got Nq = {} for N = {}", Nq, N);
+  if (Nq == N) return PositionPair(Positions::sequence(N));
+  return PositionPair(Positions::sequence(Nq, N - Nq), Positions::sequence(N));
+}
+
+std::string PositionPair::describe() const {
+  if (is_self()) return keys_.describe();
+  return fmt::format("queries at {}, keys at {}", queries_.describe(), keys_.describe());
+}
+
+int64_t PositionPair::relative_size() const {
+  keys_.structure();  // grids and sequences only
   int64_t r = 1;
-  for (int64_t s : structure()) r *= 2 * s - 1;
+  for (size_t d = 0; d < lo_.size(); ++d) r *= hi_[d] - lo_[d] + 1;
   return r;
 }
 
-Tensor Positions::relative_offsets() const {
-  const auto& S = structure();
+Tensor PositionPair::relative_offsets() const {
   const int64_t n = dims(), R = relative_size();
   std::vector<int64_t> o(static_cast<size_t>(R * n));
   for (int64_t r = 0; r < R; ++r) {
     int64_t rest = r;
     for (int64_t d = n - 1; d >= 0; --d) {
-      const int64_t span = 2 * S[static_cast<size_t>(d)] - 1;
-      o[static_cast<size_t>(r * n + d)] = rest % span - (S[static_cast<size_t>(d)] - 1);
+      const size_t u = static_cast<size_t>(d);
+      const int64_t span = hi_[u] - lo_[u] + 1;
+      o[static_cast<size_t>(r * n + d)] = rest % span + lo_[u];
       rest /= span;
     }
   }
   return Tensor::from_vector(o, {R, n});
 }
 
-Tensor Positions::normalised_relative_grid(DType dtype) const {
-  const auto& S = structure();
+Tensor PositionPair::normalised_relative_grid(DType dtype) const {
   const int64_t n = dims(), R = relative_size();
   const std::vector<int64_t> o = relative_offsets().to_vector<int64_t>();
   std::vector<double> x(o.size());
   for (int64_t r = 0; r < R; ++r)
     for (int64_t d = 0; d < n; ++d) {
-      const int64_t s = S[static_cast<size_t>(d)];
-      x[static_cast<size_t>(r * n + d)] = s > 1 ? static_cast<double>(o[static_cast<size_t>(r * n + d)]) / static_cast<double>(s - 1) : -1.0;
+      const size_t u = static_cast<size_t>(d), e = static_cast<size_t>(r * n + d);
+      const int64_t reach = std::max(-lo_[u], hi_[u]);
+      x[e] = reach > 0 ? static_cast<double>(o[e]) / static_cast<double>(reach) : -1.0;
     }
   return Tensor::from_vector(x, {R, n}).to(dtype);
 }
 
-int64_t Positions::relative_index(const std::vector<int64_t>& offset) const {
-  const auto& S = structure();
-  if (offset.size() != S.size())
-    fail("Positions::relative_index: offset has {} dims, positions have {}", offset.size(), S.size());
+int64_t PositionPair::relative_index(const std::vector<int64_t>& offset) const {
+  if (offset.size() != static_cast<size_t>(dims()) || is_tree())
+    fail("PositionPair::relative_index: offset has {} dims, positions are {}", offset.size(), describe());
   int64_t index = 0;
-  for (size_t d = 0; d < S.size(); ++d) {
-    if (offset[d] <= -S[d] || offset[d] >= S[d])
-      fail("Positions::relative_index: offset {} outside the relative grid of {}", fmt::join(offset, ","), describe());
-    index = index * (2 * S[d] - 1) + offset[d] + S[d] - 1;
+  for (size_t d = 0; d < lo_.size(); ++d) {
+    if (offset[d] < lo_[d] || offset[d] > hi_[d])
+      fail("PositionPair::relative_index: offset {} outside the relative grid of {}", fmt::join(offset, ","), describe());
+    index = index * (hi_[d] - lo_[d] + 1) + offset[d] - lo_[d];
   }
   return index;
 }
 
-const Tensor& Positions::dense_relative_index() const {
+const Tensor& PositionPair::dense_relative_index() const {
   if (cache_->dense_relative_index.defined()) return cache_->dense_relative_index;
-  const auto& S = structure();
-  const int64_t n = dims(), N = tokens_;
-  const std::vector<int64_t> c = coordinates().to_vector<int64_t>();
-  std::vector<int64_t> idx(static_cast<size_t>(N * N));
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t j = 0; j < N; ++j) {
+  const int64_t n = dims(), Nq = queries_.tokens(), Nk = keys_.tokens();
+  const std::vector<int64_t> cq = queries_.coordinates().to_vector<int64_t>(), ck = keys_.coordinates().to_vector<int64_t>();
+  std::vector<int64_t> idx(static_cast<size_t>(Nq * Nk));
+  for (int64_t i = 0; i < Nq; ++i)
+    for (int64_t j = 0; j < Nk; ++j) {
       int64_t index = 0;
       for (int64_t d = 0; d < n; ++d) {
-        const int64_t s = S[static_cast<size_t>(d)];
-        const int64_t off = c[static_cast<size_t>(j * n + d)] - c[static_cast<size_t>(i * n + d)];
-        index = index * (2 * s - 1) + off + s - 1;
+        const size_t u = static_cast<size_t>(d);
+        const int64_t off = ck[static_cast<size_t>(j * n + d)] - cq[static_cast<size_t>(i * n + d)];
+        index = index * (hi_[u] - lo_[u] + 1) + off - lo_[u];
       }
-      idx[static_cast<size_t>(i * N + j)] = index;
+      idx[static_cast<size_t>(i * Nk + j)] = index;
     }
-  cache_->dense_relative_index = Tensor::from_vector(idx, {N, N});
+  cache_->dense_relative_index = Tensor::from_vector(idx, {Nq, Nk});
   return cache_->dense_relative_index;
 }
 
-const Tensor& Positions::dense_row_relative_index() const {
+const Tensor& PositionPair::dense_row_relative_index() const {
   if (cache_->dense_row_relative_index.defined()) return cache_->dense_row_relative_index;
-  const int64_t N = tokens_;
-  const Tensor row_start = mul(Tensor::arange(N).reshape({N, 1}), Tensor::full({}, static_cast<double>(relative_size()), kInt64));
+  const int64_t Nq = queries_.tokens();
+  const Tensor row_start = mul(Tensor::arange(Nq).reshape({Nq, 1}), Tensor::full({}, static_cast<double>(relative_size()), kInt64));
   cache_->dense_row_relative_index = add(dense_relative_index(), row_start);
   return cache_->dense_row_relative_index;
 }

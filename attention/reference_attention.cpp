@@ -22,17 +22,6 @@ Variable on_device(const Variable& t, Device device) {
   return Variable(t.value().to(device));
 }
 
-// int64 [Nq * N]: relative entry of (key j - query i) for the last Nq queries; `row_major` adds
-// i * R, the element of a row-major [Nq, R] table that query i reads for key j.
-Tensor relative_rows(const Positions& pos, int64_t Nq, bool row_major) {
-  const int64_t N = pos.tokens(), first = N - Nq;
-  const Tensor& full = row_major ? pos.dense_row_relative_index() : pos.dense_relative_index();  // [N, N]
-  if (first == 0) return full.reshape({N * N});
-  Tensor rows = full.narrow(0, first, Nq).contiguous().reshape({Nq * N});
-  if (row_major) rows = sub(rows, Tensor::full({}, static_cast<double>(first * pos.relative_size()), DType::Int64));
-  return rows;
-}
-
 // table [..., R] -> [..., Nq, N] at the relative entries of the pairs.
 Variable gather_pairs(const Variable& table, const Tensor& rel, int64_t Nq, int64_t N) {
   Shape shape(table.value().shape().begin(), table.value().shape().end() - 1);
@@ -52,20 +41,18 @@ Variable pair_table(const Variable& table, const Tensor& rel, int64_t Nq, int64_
 Variable reference_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
                              const AttentionSpec& spec, Tensor* probs_out, const ProbabilityDropout& dropout) {
   if (q.dim() != 4 || k.dim() != 4 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(1) != k.size(1) ||
-      q.size(3) != k.size(3) || q.size(2) > k.size(2))
-    fail("reference attention: k, v must be [B, H, N, Dh] and q [B, H, Nq, Dh] with Nq <= N (the last Nq tokens), "
-         "got q {}, k {}, v {}",
+      q.size(3) != k.size(3))
+    fail("reference attention: k, v must be [B, H, N, Dh] and q [B, H, Nq, Dh], got q {}, k {}, v {}",
          q.value().describe(), k.value().describe(), v.value().describe());
-  const Positions& pos = spec.positions;
+  const PositionPair& pos = spec.positions;
   const int64_t B = q.size(0), Nq = q.size(2), N = k.size(2);
-  if (pos.tokens() != N)
-    fail("reference attention: k has N = {} tokens but the positions describe {} ({})", N, pos.tokens(),
-         pos.describe());
+  if (pos.keys().tokens() != N || pos.queries().tokens() != Nq)
+    fail("attention: {} queries and {} keys, but the positions describe {}", Nq, N, pos.describe());
   const Device device = q.value().device();
   const bool relative = terms.uses_relative_tables() || spec.box.has_value();
   if (relative && pos.is_tree())
     fail("attention: relative tables and key ranges need grid or sequence positions, not {}", pos.describe());
-  const Tensor rel = relative ? relative_rows(pos, Nq, false).to(device) : Tensor();
+  const Tensor rel = relative ? pos.dense_relative_index().reshape({Nq * N}).to(device) : Tensor();
 
   Variable content = matmul(q, transpose(k, -1, -2)) * spec.scale;  // [B, H, Nq, N]
   if (terms.key_bias.defined()) {
@@ -78,7 +65,7 @@ Variable reference_attention(const Variable& q, const Variable& k, const Variabl
     const Variable table = on_device(terms.query_table, device);              // [H, R, Dh]
     const int64_t H = q.size(1), R = table.size(1);
     Variable per_entry = matmul(q, transpose(table, -1, -2));                 // [B, H, Nq, R]
-    const Tensor flat = relative_rows(pos, Nq, true).to(device);
+    const Tensor flat = pos.dense_row_relative_index().reshape({Nq * N}).to(device);
     add_positional(reshape(index_select(reshape(per_entry, {B, H, Nq * R}), 2, flat), {B, H, Nq, N}));
   }
   if (terms.bias.defined()) add_positional(pair_table(on_device(terms.bias, device), rel, Nq, N));

@@ -12,8 +12,8 @@
 //   p          = dropout(p)                     (training only, when asked: the fused op has none)
 //   out        = p v                                                         [B, H, Nq, Dh]
 //
-// The queries are the last Nq of the N tokens that spec.positions describes (Nq = N: self-
-// attention; Nq < N: a segment attending over [memory; segment], whose memory rows are keys only).
+// spec.positions places the Nq queries and the N keys: self-attention, a segment over a memory or
+// cross-attention (positions.h).
 //
 // Deliberately not here: the projections and heads (multi_head_attention.h) and the choice of
 // implementation (attention_path.h).

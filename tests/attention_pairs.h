@@ -7,26 +7,26 @@
 
 namespace posgrad::test {
 
-// table [..., R] -> [..., N, N] at the relative entry of every (query i, key j).
-inline Tensor on_pairs(const Variable& table, const Positions& pos) {
-  const int64_t N = pos.tokens();
+// table [..., R] -> [..., Nq, N] at the relative entry of every (query i, key j).
+inline Tensor on_pairs(const Variable& table, const PositionPair& pos) {
+  const int64_t Nq = pos.queries().tokens(), N = pos.keys().tokens();
   Shape shape(table.value().shape().begin(), table.value().shape().end() - 1);
+  shape.push_back(Nq);
   shape.push_back(N);
-  shape.push_back(N);
-  return index_select(table.value(), -1, pos.dense_relative_index().reshape({N * N}).to(table.value().device()))
+  return index_select(table.value(), -1, pos.dense_relative_index().reshape({Nq * N}).to(table.value().device()))
       .reshape(shape);
 }
 
-// The positional logits of `terms` for queries q [B, H, N, Dh]: q_i . query_table[h, rel(i, j)]
-// + bias[h, rel(i, j)] -> [B, H, N, N] (no modulation).
-inline Tensor positional_on_pairs(const AttentionTerms& terms, const Tensor& q, const Positions& pos) {
-  const int64_t B = q.size(0), H = q.size(1), N = q.size(2);
-  Tensor out = Tensor::zeros({B, H, N, N}, q.dtype(), q.device());
+// The positional logits of `terms` for queries q [B, H, Nq, Dh]: q_i . query_table[h, rel(i, j)]
+// + bias[h, rel(i, j)] -> [B, H, Nq, N] (no modulation).
+inline Tensor positional_on_pairs(const AttentionTerms& terms, const Tensor& q, const PositionPair& pos) {
+  const int64_t B = q.size(0), H = q.size(1), Nq = q.size(2), N = pos.keys().tokens();
+  Tensor out = Tensor::zeros({B, H, Nq, N}, q.dtype(), q.device());
   if (terms.query_table.defined()) {
-    const Tensor per_entry = matmul(q, terms.query_table.value().transpose(-1, -2));  // [B, H, N, R]
+    const Tensor per_entry = matmul(q, terms.query_table.value().transpose(-1, -2));  // [B, H, Nq, R]
     const int64_t R = per_entry.size(3);
-    const Tensor flat = pos.dense_row_relative_index().reshape({N * N}).to(q.device());
-    out = add(out, index_select(per_entry.reshape({B, H, N * R}), 2, flat).reshape({B, H, N, N}));
+    const Tensor flat = pos.dense_row_relative_index().reshape({Nq * N}).to(q.device());
+    out = add(out, index_select(per_entry.reshape({B, H, Nq * R}), 2, flat).reshape({B, H, Nq, N}));
   }
   if (terms.bias.defined()) out = add(out, on_pairs(terms.bias, pos));
   return out;

@@ -84,7 +84,7 @@ void draw_encoding(const RunDir& run, PosattnClassifier& model, const Positions&
   const int64_t H = model.config().heads, D = model.config().width, Dh = D / H;
   const auto& S = positions.structure();
   const int rows = S.size() == 2 ? static_cast<int>(2 * S[0] - 1) : 1;
-  const int cols = static_cast<int>(positions.relative_size()) / rows;
+  const int cols = static_cast<int>(PositionPair(positions).relative_size()) / rows;
   std::vector<std::vector<float>> maps;  // per layer and head: [R]
   for (const auto& block : model.blocks()) {
     RelativeEncodingScheme* scheme = nullptr;
@@ -93,7 +93,7 @@ void draw_encoding(const RunDir& run, PosattnClassifier& model, const Positions&
     if (!scheme) return;
     const std::vector<float> E = scheme->encode(positions, kFloat32).value().to(kCPU).to_vector<float>();  // [R, D]
     const std::vector<float> v = scheme->v().value().to(kCPU).to_vector<float>();                          // [H, Dh]
-    const int64_t R = positions.relative_size();
+    const int64_t R = PositionPair(positions).relative_size();
     for (int64_t h = 0; h < H; ++h) {
       std::vector<float> m(static_cast<size_t>(R));
       for (int64_t r = 0; r < R; ++r) {

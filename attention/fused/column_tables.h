@@ -53,7 +53,7 @@ inline bool column_tables_pay(const std::vector<int64_t>& structure, const std::
 
 inline bool use_column_tables(const Problem& P) {
   const RowGeometry& g = P.geometry;
-  if (g.column_tables || P.table_columns != 1) return false;
+  if (g.column_tables || P.table_columns != 1 || !g.is_self()) return false;  // self-attention only
   return column_tables_pay(g.structure, g.lo, g.hi, P.H, P.Dh);
 }
 

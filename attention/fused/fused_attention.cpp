@@ -14,6 +14,7 @@ namespace posgrad {
 namespace {
 
 using fused_detail::Problem;
+using fused_detail::RowGeometry;
 
 // The tables as the kernels read them (contiguous, per head); undefined = absent.
 struct KernelTables {
@@ -81,9 +82,9 @@ Setup make_setup(const Tensor& q, const Tensor& k, const AttentionSpec& spec, bo
   Problem& P = s.problem;
   P.B = q.size(0), P.H = q.size(1), P.N = k.size(2), P.Nq = q.size(2), P.Dh = q.size(3);
   P.scale = spec.scale;
-  const Positions& pos = spec.positions;
-  if (pos.tokens() != P.N)
-    fail("fused attention: k has N = {} tokens but the positions describe {} ({})", P.N, pos.tokens(), pos.describe());
+  const PositionPair& pos = spec.positions;
+  if (pos.keys().tokens() != P.N || pos.queries().tokens() != P.Nq)
+    fail("fused attention: {} queries and {} keys, but the positions describe {}", P.Nq, P.N, pos.describe());
   P.geometry.tokens = P.N;
   if (pos.is_tree()) {
     if (spec.box) fail("fused attention: a key range needs grid positions, not {}", pos.describe());
@@ -94,10 +95,14 @@ Setup make_setup(const Tensor& q, const Tensor& k, const AttentionSpec& spec, bo
     P.R = pos.relative_size();
     const OffsetBox full = OffsetBox::full(pos);
     const OffsetBox box = spec.box ? spec.box->intersect(full) : full;
-    P.geometry.structure = pos.structure();
-    P.geometry.lo = box.lo;
-    P.geometry.hi = box.hi;
-    if (P.geometry.structure.size() > 8) fail("fused attention: at most 8 positional dims, got {}", pos.describe());
+    RowGeometry& g = P.geometry;
+    g.structure = pos.keys().structure();
+    g.query_structure = pos.queries().structure();
+    g.query_first = pos.queries().coordinates().narrow(0, 0, 1).to_vector<int64_t>();
+    g.relative_lo = pos.relative_lo();
+    g.lo = box.lo;
+    g.hi = box.hi;
+    if (g.structure.size() > 8) fail("fused attention: at most 8 positional dims, got {}", pos.describe());
   }
   if (spec.key_padding.defined()) {
     const Tensor& m = spec.key_padding;
@@ -114,9 +119,8 @@ Setup make_setup(const Tensor& q, const Tensor& k, const AttentionSpec& spec, bo
 void check_qkv(const Variable& q, const Variable& k, const Variable& v) {
   if (!q.defined() || !k.defined() || !v.defined()) fail("fused attention: undefined q, k or v");
   if (q.dim() != 4 || k.shape() != v.shape() || k.dim() != 4 || q.size(0) != k.size(0) || q.size(1) != k.size(1) ||
-      q.size(3) != k.size(3) || q.size(2) > k.size(2))
-    fail("fused attention: k, v must be [B, H, N, Dh] and q [B, H, Nq, Dh] with Nq <= N (the last Nq tokens), "
-         "got q {}, k {}, v {}",
+      q.size(3) != k.size(3))
+    fail("fused attention: k, v must be [B, H, N, Dh] and q [B, H, Nq, Dh], got q {}, k {}, v {}",
          q.value().describe(), k.value().describe(), v.value().describe());
   if (!q.value().device().is_cpu() || !k.value().device().is_cpu() || !v.value().device().is_cpu())
     fail("fused attention: the fused path is CPU code; got q {} (use the reference path on other devices)",

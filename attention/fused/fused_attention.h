@@ -22,10 +22,10 @@
 
 namespace posgrad {
 
-// q [B, H, Nq, Dh], k, v [B, H, N, Dh] -> [B, H, Nq, Dh]. The queries are the last Nq of the N
-// tokens that `spec.positions` describes (Nq = N: self-attention; Nq < N: a segment attending
-// over [cache; segment], whose cache rows are keys only). Tables as in attention/attention_terms.h ([R] tables
-// are shared by the heads). Differentiable in q, k, v and every defined table.
+// q [B, H, Nq, Dh], k, v [B, H, N, Dh] -> [B, H, Nq, Dh], queries and keys where `spec.positions`
+// places them (self-attention, a segment over a memory, or cross-attention). Tables as in
+// attention/attention_terms.h ([R] tables are shared by the heads). Differentiable in q, k, v and
+// every defined table.
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
                          const AttentionSpec& spec);
 

@@ -31,26 +31,36 @@ namespace posgrad::fused_detail {
 // Which keys each query sees: the clipped offset box on the grid (all keys when `structure` is
 // empty: tree positions, where no table may be used).
 struct RowGeometry {
-  std::vector<int64_t> structure;  // S per dim; empty = no grid
-  std::vector<int64_t> lo, hi;     // inclusive offset box per dim, inside the grid's range
-  int64_t tokens = 0;              // N
-  // Column tables (column_tables.h): relative entries r index the table of the query's last
-  // coordinate x, r = a S_last + x' for the leading dims' relative row a and the key's last
-  // coordinate x'. Runs of whole rows then join into one run of keys.
+  std::vector<int64_t> structure;        // Sk per dim: the keys' grid; empty = no grid
+  std::vector<int64_t> query_structure;  // Sq per dim: the queries' grid
+  std::vector<int64_t> query_first;      // coordinate of the first query in the keys' frame
+  // Smallest offset (key - query) per dim: offset o is relative entry sum_d (o_d - relative_lo_d)
+  // rstride_d, with Sq_d + Sk_d - 1 entries per dim (positions.h's PositionPair).
+  std::vector<int64_t> relative_lo;
+  std::vector<int64_t> lo, hi;     // inclusive offset box per dim, inside the pair's range
+  int64_t tokens = 0;              // N (keys)
+  // Column tables (column_tables.h; self-attention only): relative entries r index the table of
+  // the query's last coordinate x, r = a S_last + x' for the leading dims' relative row a and the
+  // key's last coordinate x'. Runs of whole rows then join into one run of keys.
   bool column_tables = false;
 
+  // Queries and keys on one grid (self-attention).
+  bool is_self() const {
+    for (int64_t c : query_first)
+      if (c != 0) return false;
+    return query_structure == structure;
+  }
   // Calls fn(j0, r0, len) for every run of keys j0 .. j0+len-1 (relative entries r0 .. r0+len-1)
-  // that query i sees; runs that continue each other in keys and in entries come as one. Returns
-  // the number of keys visited.
+  // that query i (0..Nq-1) sees; runs that continue each other in keys and in entries come as one.
+  // Returns the number of keys visited.
   template <typename Fn>
   int64_t for_each_segment(int64_t i, Fn&& fn) const;
 };
 
 struct Problem {
   int64_t B = 0, H = 0, N = 0, Dh = 0, R = 0;
-  // Queries are the last Nq tokens of the grid (query row i is grid token N - Nq + i): q, out,
-  // lse and dq hold Nq rows, k and v N rows. Nq = N is ordinary self-attention; Nq < N is a
-  // segment attending over [cache; segment] (attention/lm/segment_attention.h).
+  // Queries have a geometry of their own (RowGeometry): q, out, lse and dq hold Nq rows, k and v
+  // N rows (self-attention, a segment over a memory, or cross-attention).
   int64_t Nq = 0;
   double scale = 1.0;
   const uint8_t* padded = nullptr;  // [B, N], 1 = padded key; null = none
@@ -112,16 +122,16 @@ int64_t RowGeometry::for_each_segment(int64_t i, Fn&& fn) const {
   constexpr int kMaxDims = 8;
   int64_t coord[kMaxDims], olo[kMaxDims], ohi[kMaxDims], o[kMaxDims], gstride[kMaxDims], rstride[kMaxDims];
   int64_t rem = i;
-  for (int64_t d = n - 1; d >= 0; --d) {
-    coord[d] = rem % structure[d];
-    rem /= structure[d];
+  for (int64_t d = n - 1; d >= 0; --d) {  // the query's coordinate in the keys' frame
+    coord[d] = rem % query_structure[d] + query_first[d];
+    rem /= query_structure[d];
   }
   gstride[n - 1] = 1;
   rstride[n - 1] = 1;
   for (int64_t d = n - 2; d >= 0; --d) {
     gstride[d] = gstride[d + 1] * structure[d + 1];
     // Column tables: the last dim's entries are the key's coordinate (S of them), not the offset.
-    const int64_t entries = column_tables && d == n - 2 ? structure[d + 1] : 2 * structure[d + 1] - 1;
+    const int64_t entries = column_tables && d == n - 2 ? structure[d + 1] : query_structure[d + 1] + structure[d + 1] - 1;
     rstride[d] = rstride[d + 1] * entries;
   }
   for (int64_t d = 0; d < n; ++d) {
@@ -137,7 +147,7 @@ int64_t RowGeometry::for_each_segment(int64_t i, Fn&& fn) const {
     for (int64_t d = 0; d < n; ++d) {
       j0 += (coord[d] + o[d]) * gstride[d];
       // Column tables: the last dim's entry is the key's coordinate.
-      const int64_t entry = column_tables && d == last ? coord[d] + o[d] : o[d] + structure[d] - 1;
+      const int64_t entry = column_tables && d == last ? coord[d] + o[d] : o[d] - relative_lo[d];
       r0 += entry * rstride[d];
     }
     if (run_len > 0 && j0 == run_j0 + run_len && r0 == run_r0 + run_len) {

@@ -623,18 +623,18 @@ void run_backward(int64_t Dh, bool modulated, const Head<T>& hd, const Problem& 
 // about 2,000 page faults per training step.
 class QuerySegments {
  public:
-  QuerySegments(const RowGeometry& geo, int64_t first, int64_t Nq) : start_{0}, keys_(static_cast<size_t>(Nq)) {
+  QuerySegments(const RowGeometry& geo, int64_t Nq) : start_{0}, keys_(static_cast<size_t>(Nq)) {
     start_.reserve(static_cast<size_t>(Nq + 1));
     int64_t count = 0;
     for (int64_t i = 0; i < Nq; ++i) {
-      keys_[i] = geo.for_each_segment(first + i, [&](int64_t, int64_t, int64_t) { ++count; });
+      keys_[i] = geo.for_each_segment(i, [&](int64_t, int64_t, int64_t) { ++count; });
       start_.push_back(count);
     }
     static_assert(sizeof(Segment) == 3 * sizeof(int64_t), "Segment is three int64");
     storage_ = Tensor::empty({std::max<int64_t>(count, 1), 3}, kInt64);
     Segment* out = reinterpret_cast<Segment*>(storage_.data<int64_t>());
     for (int64_t i = 0; i < Nq; ++i)
-      geo.for_each_segment(first + i, [&](int64_t j0, int64_t r0, int64_t len) { *out++ = {j0, r0, len}; });
+      geo.for_each_segment(i, [&](int64_t j0, int64_t r0, int64_t len) { *out++ = {j0, r0, len}; });
   }
   // Query row i's runs, and the number of keys they cover.
   std::span<const Segment> of(int64_t i) const {
@@ -674,14 +674,14 @@ int64_t max_row_keys(const RowGeometry& geo) {
 template <typename T>
 void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
              T* dense_probs) {
-  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, Dh = P.Dh;
+  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, Dh = P.Dh;
   const Prepared<T> prep(P, tables, k, v);
   const bool positional = tables.query_table_t || tables.bias;
   const bool masked = tables.prob_mask != nullptr;
   const int64_t row_keys = max_row_keys(P.geometry);
   constexpr int64_t kChunk = 32;  // queries per work item
   const int64_t chunks = (Nq + kChunk - 1) / kChunk, items = BH * chunks;
-  const QuerySegments segments(P.geometry, first, Nq);
+  const QuerySegments segments(P.geometry, Nq);
 #pragma omp parallel if (items > 1 && thread_count() > 1)
   {
     Scratch<T> sc(row_keys, Dh);
@@ -690,7 +690,7 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
       const int64_t bh = item / chunks, i_begin = (item % chunks) * kChunk, i_end = std::min(Nq, i_begin + kChunk);
       Head<T> hd = prep.head(P, tables, q, bh);
       for (int64_t i = i_begin; i < i_end; ++i) {
-        if (P.table_columns > 1) hd = prep.head(P, tables, q, bh, (first + i) % P.table_columns);
+        if (P.table_columns > 1) hd = prep.head(P, tables, q, bh, i % P.table_columns);
         const T* qi = hd.q + i * Dh;
         T* oi = out + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) sc.qs[d] = static_cast<T>(P.scale) * qi[d];
@@ -806,23 +806,23 @@ void zero_outside(T* buffer, int64_t union_begin, int64_t union_end, int64_t beg
 template <typename T>
 void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const T* dout, const Grads<T>& grads) {
-  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, first = P.N - P.Nq, Dh = P.Dh, R = P.R, H = P.H;
+  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, Dh = P.Dh, R = P.R, H = P.H;
   const Prepared<T> prep(P, tables, k, v);
-  const QuerySegments segments(P.geometry, first, Nq);
+  const QuerySegments segments(P.geometry, Nq);
   const bool positional = tables.query_table_t || tables.bias;
   const bool masked = tables.prob_mask != nullptr;
   const T eps = masked ? static_cast<T>(kMaskEpsilon) : T(0);
   const int64_t row_keys = max_row_keys(P.geometry);
   // Tokens per line of the grid: a block never crosses one (no grid: every query sees all keys).
-  const int64_t line = P.geometry.structure.empty() ? std::max<int64_t>(N, 1) : P.geometry.structure.back();
+  const int64_t line = P.geometry.structure.empty() ? std::max<int64_t>(Nq, 1) : P.geometry.query_structure.back();
   // The order of the queries and the group (grid line, or column with column tables) a block
   // stays in.
   const int64_t C = P.table_columns, HT = H * C;  // HT: heads of the relative tables
   std::vector<int64_t> order;
   order.reserve(static_cast<size_t>(Nq));
   for (int64_t x = 0; x < C; ++x)
-    for (int64_t i = ((x - first) % C + C) % C; i < Nq; i += C) order.push_back(i);
-  auto group_of = [&](int64_t i) { return C > 1 ? (first + i) % C : (first + i) / line; };
+    for (int64_t i = x; i < Nq; i += C) order.push_back(i);
+  auto group_of = [&](int64_t i) { return C > 1 ? i % C : i / line; };
   const DType dt = dtype_of<T>();
   Tensor dkt = Tensor::zeros({BH, Dh, N}, dt), dvt = Tensor::zeros({BH, Dh, N}, dt);
   T* dktp = dkt.data<T>();

@@ -194,18 +194,19 @@ Variable transformer_xl_slot_encodings(int64_t W, int64_t s, int64_t D, DType dt
   return Variable(Tensor::from_vector(table, {W, D}).to(dtype).to(device));
 }
 
-// Slot tables [.., W] (slot j = distance W - s - j) placed on the relative grid of a sequence of
-// N = W - s + M tokens along `axis`: the entry of offset -(W - s - j) is r = N - 1 - (W - s - j)
-// = M - 1 + j, so the slots are preceded by M - 1 and followed by W - 2 s + M zero entries.
+// Slot tables [.., W] (slot j = distance W - s - j) placed on the relative grid of M queries over
+// N = W - s + M keys (PositionPair::memory, offsets -(N - 1) .. M - 1) along `axis`: the entry of
+// offset -(W - s - j) is r = N - 1 - (W - s - j) = M - 1 + j, so the slots are preceded by M - 1
+// and followed by M - s zero entries.
 Variable on_relative_grid(const Variable& slots, int64_t axis, int64_t M, int64_t s) {
   Shape before = slots.value().shape(), after = before;
   const int64_t W = before[static_cast<size_t>(axis)];
   before[static_cast<size_t>(axis)] = M - 1;
-  after[static_cast<size_t>(axis)] = W - 2 * s + M;
+  after[static_cast<size_t>(axis)] = M - s;
   std::vector<Variable> parts;
   if (M > 1) parts.emplace_back(Tensor::zeros(before, slots.dtype(), slots.value().device()));
   parts.push_back(slots);
-  if (W - 2 * s + M > 0) parts.emplace_back(Tensor::zeros(after, slots.dtype(), slots.value().device()));
+  if (M - s > 0) parts.emplace_back(Tensor::zeros(after, slots.dtype(), slots.value().device()));
   return cat(parts, axis);
 }
 
@@ -216,13 +217,13 @@ AttentionTerms SegmentAttention::segment_terms(const Variable& key_pe, int64_t W
   const auto& c = config_;
   const int64_t s = c.attend_self ? 1 : 0, H = c.heads;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_width_));
-  const Positions pos = Positions::sequence(N);
+  const PositionPair pos = PositionPair::memory(N, M);
   AttentionTerms terms;
   if (c.position == SegmentPosition::KeyPE) {
     if (!key_pe.defined() || key_pe.dim() != 2 || key_pe.size(0) != head_width_ || key_pe.size(1) != c.max_span)
       fail("SegmentAttention: key_pe must be [{}, {}]", head_width_, c.max_span);
     Variable slots = transpose(narrow(key_pe, 1, c.max_span - W, W), 0, 1) * scale;  // [W, Dh]
-    terms.query_table = expand(unsqueeze(on_relative_grid(slots, 0, M, s), 0), {H, 2 * N - 1, head_width_});
+    terms.query_table = expand(unsqueeze(on_relative_grid(slots, 0, M, s), 0), {H, N + M - 1, head_width_});
   } else if (c.position == SegmentPosition::TransformerXL) {
     const Variable r = transformer_xl_slot_encodings(W, s, c.width, dtype, device);  // [W, D]
     Variable e = permute(reshape(w_kr_->forward(r), {W, H, head_width_}), {1, 0, 2}) * scale;  // [H, W, Dh]
@@ -325,12 +326,10 @@ Variable SegmentAttention::attend(const Variable& q, const Variable& k, const Va
   const DType dtype = q.dtype();
   const Device device = q.value().device();
   const AttentionTerms terms = segment_terms(key_pe, W, M, N, dtype, device);
-  AttentionSpec spec;
-  spec.positions = Positions::sequence(N);
-  spec.box = OffsetBox{{-(W - s)}, {s - 1}};  // distances W - s .. 1 - s: exactly the W slots
+  AttentionSpec spec{PositionPair::memory(N, M), OffsetBox{{-(W - s)}, {s - 1}}, Tensor(),
+                     1.0 / std::sqrt(static_cast<double>(head_width_))};  // distances W - s .. 1 - s: the W slots
   if (hook_)
     if (auto range = hook_->key_range(spec.positions)) spec.box = spec.box->intersect(*range);
-  spec.scale = 1.0 / std::sqrt(static_cast<double>(head_width_));
   Variable out;  // [B, H, M, Dh]
   Tensor probs;  // [B, H, M, N] when kept
   if (uses_fused_path(device)) {

@@ -19,7 +19,7 @@ std::vector<double> alibi_slopes(int64_t heads) {
 
 Alibi::Alibi(int64_t heads) : heads_(heads), slopes_(alibi_slopes(heads)) {}
 
-Tensor Alibi::relative_table(const Positions& positions) const {
+Tensor Alibi::relative_table(const PositionPair& positions) const {
   if (positions.is_tree()) fail("alibi: needs sequence or grid positions (relative offsets), got {}", positions.describe());
   const int64_t n = positions.dims(), R = positions.relative_size();
   const std::vector<int64_t> offsets = positions.relative_offsets().to_vector<int64_t>();  // [R, n]
@@ -36,7 +36,7 @@ Tensor Alibi::relative_table(const Positions& positions) const {
   return Tensor::from_vector(table, {heads_, R});
 }
 
-AttentionTerms Alibi::attention_terms(const Positions& positions, DType dtype) {
+AttentionTerms Alibi::attention_terms(const PositionPair& positions, DType dtype) {
   AttentionTerms terms;
   terms.bias = Variable(relative_table(positions).to(dtype));
   return terms;

@@ -29,11 +29,11 @@ class Alibi : public AttentionHook {
  public:
   explicit Alibi(int64_t heads);
 
-  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // bias [H, R]
+  AttentionTerms attention_terms(const PositionPair& positions, DType dtype) override;  // bias [H, R]
   std::string summary() const override;
 
   // The bias over the relative grid, [H, R] float64: -m_h * distance(entry).
-  Tensor relative_table(const Positions& positions) const;
+  Tensor relative_table(const PositionPair& positions) const;
   const std::vector<double>& slopes() const { return slopes_; }
 
  private:

@@ -27,16 +27,15 @@ ApeGrid::ApeGrid(int64_t heads, int64_t head_width, int64_t axes, const ApeSetti
   generators_ = add_ape_generators(*this, "orthogonal", axes * heads, part_, settings, gen);
 }
 
-std::vector<Variable> ApeGrid::axis_maps(const Positions& positions) const {
-  if (positions.is_tree())
-    fail("ape_grid: needs grid positions, got {} (use ape_tree for trees)", positions.describe());
-  if (positions.dims() != axes_)
-    fail("ape_grid: built for {} axes, but the positions are a {} ({}-D)", axes_, positions.describe(), positions.dims());
-  const auto& S = positions.structure();
-  const int64_t N = positions.tokens(), n = axes_, largest = *std::max_element(S.begin(), S.end());
+std::vector<Variable> ApeGrid::axis_maps(const Positions& side) const {
+  if (side.is_tree()) fail("ape_grid: needs grid positions, got {} (use ape_tree for trees)", side.describe());
+  if (side.dims() != axes_)
+    fail("ape_grid: built for {} axes, but the positions are a {} ({}-D)", axes_, side.describe(), side.dims());
+  const auto& S = side.structure();
+  const int64_t N = side.tokens(), n = axes_, largest = *std::max_element(S.begin(), S.end()) + side.first();
   // [S_max, n*H, d, d] -> [S_max, n, H, d, d]: one doubling table for every (axis, head).
   const Variable table = reshape(generators_->powers(largest - 1), {largest, n, heads_, part_, part_});
-  const std::vector<int64_t> coords = positions.coordinates().to_vector<int64_t>();  // [N, n]
+  const std::vector<int64_t> coords = side.coordinates().to_vector<int64_t>();  // [N, n]
   std::vector<Variable> maps;
   for (int64_t a = 0; a < n; ++a) {
     std::vector<int64_t> c(static_cast<size_t>(N));
@@ -47,20 +46,21 @@ std::vector<Variable> ApeGrid::axis_maps(const Positions& positions) const {
   return maps;
 }
 
-void ApeGrid::rotate(Variable& q, Variable& k, const Positions& positions) {
+void ApeGrid::rotate(Variable& q, Variable& k, const PositionPair& positions) {
   check_ape_qk("ape_grid", q, k, heads_, head_width_);
-  const std::vector<Variable> maps = axis_maps(positions);  // computed once, used for queries and keys
-  auto apply = [&](const Variable& x) {
+  const std::vector<Variable> query_maps = axis_maps(positions.queries());  // self-attention: once for both
+  const std::vector<Variable> key_maps = positions.is_self() ? query_maps : axis_maps(positions.keys());
+  auto apply = [&](const Variable& x, const std::vector<Variable>& maps) {
     if (axes_ == 1) return apply_token_maps(x, maps[0]);
     std::vector<Variable> parts;
     for (int64_t a = 0; a < axes_; ++a) parts.push_back(apply_token_maps(narrow(x, 3, a * part_, part_), maps[static_cast<size_t>(a)]));
     return cat(parts, 3);
   };
-  q = apply(q);
-  k = apply(k);
+  q = apply(q, query_maps);
+  k = apply(k, key_maps);
 }
 
-Tensor ApeGrid::decay_table(const Positions& positions, DType dtype) const {
+Tensor ApeGrid::decay_table(const PositionPair& positions, DType dtype) const {
   const int64_t n = positions.dims(), R = positions.relative_size();
   const std::vector<int64_t> offsets = positions.relative_offsets().to_vector<int64_t>();
   std::vector<int64_t> distance(static_cast<size_t>(R));
@@ -72,7 +72,7 @@ Tensor ApeGrid::decay_table(const Positions& positions, DType dtype) const {
   return decay_factors(distance, {R}, settings_.decay, dtype, kCPU);
 }
 
-AttentionTerms ApeGrid::attention_terms(const Positions& positions, DType dtype) {
+AttentionTerms ApeGrid::attention_terms(const PositionPair& positions, DType dtype) {
   AttentionTerms terms;
   if (settings_.decays()) terms.modulation = Variable(decay_table(positions, dtype));
   return terms;

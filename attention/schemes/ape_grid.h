@@ -27,14 +27,14 @@ class ApeGrid : public AttentionHook {
  public:
   ApeGrid(int64_t heads, int64_t head_width, int64_t axes, const ApeSettings& settings, Generator& gen);
 
-  void rotate(Variable& q, Variable& k, const Positions& positions) override;
-  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // modulation: the decay [R]
+  void rotate(Variable& q, Variable& k, const PositionPair& positions) override;
+  AttentionTerms attention_terms(const PositionPair& positions, DType dtype) override;  // modulation: the decay [R]
   std::string summary() const override;
 
   // The maps of axis a for every token: W_a^{c_a(t)}, [H, N, d, d], for a = 0..n-1.
-  std::vector<Variable> axis_maps(const Positions& positions) const;
+  std::vector<Variable> axis_maps(const Positions& side) const;
   // decay^floor(Euclidean length of the offset) over the relative entries: [R].
-  Tensor decay_table(const Positions& positions, DType dtype) const;
+  Tensor decay_table(const PositionPair& positions, DType dtype) const;
   const OrthogonalGenerators& generators() const { return *generators_; }
   int64_t axes() const { return axes_; }
 

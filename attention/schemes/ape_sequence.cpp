@@ -13,22 +13,26 @@ ApeSequence::ApeSequence(int64_t heads, int64_t head_width, const ApeSettings& s
   generators_ = add_ape_generators(*this, "orthogonal", heads, head_width, settings, gen);
 }
 
-Variable ApeSequence::token_maps(const Positions& positions) const {
-  if (positions.is_tree())
-    fail("ape: needs sequence or grid positions, got {} (use ape_tree for trees)", positions.describe());
-  const int64_t N = positions.tokens();
-  return permute(generators_->powers(N - 1), {1, 0, 2, 3});  // [N, H, Dh, Dh] -> [H, N, Dh, Dh]
+Variable ApeSequence::token_maps(const Positions& side) const {
+  if (side.is_tree()) fail("ape: needs sequence or grid positions, got {} (use ape_tree for trees)", side.describe());
+  const Variable powers = generators_->powers(side.first() + side.tokens() - 1);  // W^0 .. W^last
+  const Variable maps = side.first() == 0 ? powers : narrow(powers, 0, side.first(), side.tokens());
+  return permute(maps, {1, 0, 2, 3});  // [N, H, Dh, Dh] -> [H, N, Dh, Dh]
 }
 
-void ApeSequence::rotate(Variable& q, Variable& k, const Positions& positions) {
+void ApeSequence::rotate(Variable& q, Variable& k, const PositionPair& positions) {
   check_ape_qk("ape", q, k, heads_, head_width_);
-  const Variable maps = token_maps(positions);  // computed once, used for queries and keys
-  q = apply_token_maps(q, maps);
-  k = apply_token_maps(k, maps);
+  const Variable query_maps = token_maps(positions.queries());  // self-attention: once for both
+  q = apply_token_maps(q, query_maps);
+  k = apply_token_maps(k, positions.is_self() ? query_maps : token_maps(positions.keys()));
 }
 
-Tensor ApeSequence::decay_table(const Positions& positions, DType dtype) const {
-  const auto& S = positions.structure();
+Tensor ApeSequence::decay_table(const PositionPair& positions, DType dtype) const {
+  // The distance is the flattened one, |key - query| in token order: a function of the offset
+  // for sequences and for a grid attending to itself only.
+  if (positions.dims() > 1 && !positions.is_self())
+    fail("ape: cross-attention between grids has no flattened distance ({}); use ape_grid", positions.describe());
+  const auto& S = positions.keys().structure();
   const int64_t n = positions.dims(), R = positions.relative_size();
   std::vector<int64_t> stride(static_cast<size_t>(n), 1);
   for (int64_t d = n - 2; d >= 0; --d) stride[static_cast<size_t>(d)] = stride[static_cast<size_t>(d + 1)] * S[static_cast<size_t>(d + 1)];
@@ -42,7 +46,7 @@ Tensor ApeSequence::decay_table(const Positions& positions, DType dtype) const {
   return decay_factors(distance, {R}, settings_.decay, dtype, kCPU);
 }
 
-AttentionTerms ApeSequence::attention_terms(const Positions& positions, DType dtype) {
+AttentionTerms ApeSequence::attention_terms(const PositionPair& positions, DType dtype) {
   AttentionTerms terms;
   if (settings_.decays()) terms.modulation = Variable(decay_table(positions, dtype));
   return terms;

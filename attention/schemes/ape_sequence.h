@@ -23,15 +23,16 @@ class ApeSequence : public AttentionHook {
  public:
   ApeSequence(int64_t heads, int64_t head_width, const ApeSettings& settings, Generator& gen);
 
-  void rotate(Variable& q, Variable& k, const Positions& positions) override;
-  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // modulation: the decay [R]
+  void rotate(Variable& q, Variable& k, const PositionPair& positions) override;
+  AttentionTerms attention_terms(const PositionPair& positions, DType dtype) override;  // modulation: the decay [R]
   std::string summary() const override;
 
-  // The map of every token: W^t for t = 0..N-1, [H, N, Dh, Dh].
-  Variable token_maps(const Positions& positions) const;
+  // The map of every token of one side: W^t for its flat indices t (0..N-1 unless the sequence
+  // starts later), [H, N, Dh, Dh].
+  Variable token_maps(const Positions& side) const;
   // decay^|flat offset| over the relative entries of `positions`: [R] (flat offset = sum_d o_d *
   // stride_d, i.e. key index - query index).
-  Tensor decay_table(const Positions& positions, DType dtype) const;
+  Tensor decay_table(const PositionPair& positions, DType dtype) const;
   const OrthogonalGenerators& generators() const { return *generators_; }
   const ApeSettings& settings() const { return settings_; }
 

@@ -35,6 +35,22 @@ UniquePositions unique_positions(const Tensor& heap) {
   return u;
 }
 
+// The heap positions of both sides, queries first ([Nq + Nk] or [B, Nq + Nk]; self-attention:
+// the one side), so maps and distances are computed once for both.
+Tensor joined_heap(const PositionPair& positions, const char* hook, int64_t branching) {
+  if (!positions.is_tree()) fail("{}: needs tree positions, got {}", hook, positions.describe());
+  if (positions.keys().branching() != branching)
+    fail("{}: built for branching factor {}, but the positions have {}", hook, branching, positions.keys().branching());
+  if (positions.is_self()) return positions.keys().heap();
+  Tensor hq = positions.queries().heap(), hk = positions.keys().heap();
+  if (hq.dim() != hk.dim()) {  // one side shared by the batch: repeat it per row
+    const int64_t B = std::max(hq.dim() == 2 ? hq.size(0) : 1, hk.dim() == 2 ? hk.size(0) : 1);
+    if (hq.dim() == 1) hq = hq.reshape({1, hq.size(0)}).expand({B, hq.size(0)}).contiguous();
+    if (hk.dim() == 1) hk = hk.reshape({1, hk.size(0)}).expand({B, hk.size(0)}).contiguous();
+  }
+  return cat(std::vector<Tensor>{hq, hk}, -1);
+}
+
 }  // namespace
 
 std::vector<int64_t> ape_tree_word(int64_t heap, int64_t branching, TreeMapping mapping) {
@@ -128,12 +144,9 @@ Variable ApeTree::node_maps(const std::vector<int64_t>& heaps) const {
   return maps;
 }
 
-void ApeTree::rotate(Variable& q, Variable& k, const Positions& positions) {
+void ApeTree::rotate(Variable& q, Variable& k, const PositionPair& positions) {
   check_ape_qk("ape_tree", q, k, heads_, head_width_);
-  if (!positions.is_tree()) fail("ape_tree: needs tree positions, got {}", positions.describe());
-  if (positions.branching() != branching_)
-    fail("ape_tree: built for branching factor {}, but the positions have {}", branching_, positions.branching());
-  const Tensor& heap = positions.heap();
+  const Tensor heap = joined_heap(positions, "ape_tree", branching_);
   const int64_t N = heap.size(-1), Hs = shared_heads_ ? 1 : heads_, Dh = head_width_;
   if (heap.dim() == 2 && heap.size(0) != q.size(0))
     fail("ape_tree: heap positions {} do not match the batch of {} sequences", heap.describe(), q.size(0));
@@ -146,20 +159,26 @@ void ApeTree::rotate(Variable& q, Variable& k, const Positions& positions) {
   } else {
     maps = permute(reshape(maps, {heap.size(0), N, Hs, Dh, Dh}), {0, 2, 1, 3, 4});  // [B, Hs, N, Dh, Dh]
   }
-  q = apply_token_maps(q, maps);
-  k = apply_token_maps(k, maps);
+  if (positions.is_self()) {
+    q = apply_token_maps(q, maps);
+    k = apply_token_maps(k, maps);
+    return;
+  }
+  const int64_t Nq = positions.queries().tokens(), token_axis = maps.dim() - 3;
+  q = apply_token_maps(q, narrow(maps, token_axis, 0, Nq));
+  k = apply_token_maps(k, narrow(maps, token_axis, Nq, N - Nq));
 }
 
-AttentionTerms ApeTree::attention_terms(const Positions& positions, DType dtype) {
+AttentionTerms ApeTree::attention_terms(const PositionPair& positions, DType dtype) {
   if (!settings_.decays()) return {};
-  if (!positions.is_tree()) fail("ape_tree: needs tree positions, got {}", positions.describe());
-  // The escape hatch: decay^distance depends on each example's heap positions, a [B|1, 1, N, N]
+  // The escape hatch: decay^distance depends on each example's heap positions, a [B|1, 1, Nq, Nk]
   // factor rather than a table over a relative grid, so only the reference path applies it.
-  const Tensor& heap = positions.heap();
-  const int64_t N = heap.size(-1), B = heap.dim() == 2 ? heap.size(0) : 1;
-  const Tensor d = ape_tree_distances(heap, branching_, mapping_, distance_);
+  const Tensor heap = joined_heap(positions, "ape_tree", branching_);
+  const int64_t B = heap.dim() == 2 ? heap.size(0) : 1, Nq = positions.queries().tokens(), Nk = positions.keys().tokens();
+  Tensor d = ape_tree_distances(heap, branching_, mapping_, distance_);  // [B|-, N, N] over the joined heap
+  if (!positions.is_self()) d = d.narrow(-2, 0, Nq).narrow(-1, Nq, Nk).contiguous();
   AttentionTerms terms;
-  terms.dense_modulation = decay_factors(d.to_vector<int64_t>(), {B, 1, N, N}, settings_.decay, dtype, kCPU);
+  terms.dense_modulation = decay_factors(d.to_vector<int64_t>(), {B, 1, Nq, Nk}, settings_.decay, dtype, kCPU);
   terms.dense_modulation_owner = summary();
   return terms;
 }

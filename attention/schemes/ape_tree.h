@@ -49,9 +49,9 @@ class ApeTree : public AttentionHook {
   ApeTree(int64_t heads, int64_t head_width, int64_t branching, bool shared_heads, TreeMapping mapping,
           TreeDistance distance, const ApeSettings& settings, Generator& gen);
 
-  void rotate(Variable& q, Variable& k, const Positions& positions) override;
+  void rotate(Variable& q, Variable& k, const PositionPair& positions) override;
   // Without decay: nothing (rotate only). With decay: dense_modulation [B|1, 1, N, N].
-  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;
+  AttentionTerms attention_terms(const PositionPair& positions, DType dtype) override;
   std::string summary() const override;
 
   // The maps M of the given heap positions, in order: [P, H|1, Dh, Dh] (1 when heads share).

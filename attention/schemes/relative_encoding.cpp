@@ -22,7 +22,7 @@ void RelativeEncodingScheme::init_biases_xavier(Generator& gen) {
   init::uniform_(v_.mutable_value(), -bound, bound, gen);
 }
 
-Variable RelativeEncodingScheme::relative_table(const Positions& positions, DType dtype) {
+Variable RelativeEncodingScheme::relative_table(const PositionPair& positions, DType dtype) {
   if (positions.is_tree())
     fail("{}: a relative encoding needs grid or sequence positions, got {}", summary(), positions.describe());
   const int64_t R = positions.relative_size();
@@ -32,7 +32,7 @@ Variable RelativeEncodingScheme::relative_table(const Positions& positions, DTyp
   return permute(reshape(E, {R, heads_, head_width_}), {1, 0, 2});  // [H, R, Dh]
 }
 
-AttentionTerms RelativeEncodingScheme::attention_terms(const Positions& positions, DType dtype) {
+AttentionTerms RelativeEncodingScheme::attention_terms(const PositionPair& positions, DType dtype) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_width_));
   Variable table = relative_table(positions, dtype) * scale;  // [H, R, Dh]
   AttentionTerms terms;

@@ -25,12 +25,12 @@ class RelativeEncodingScheme : public AttentionHook {
   RelativeEncodingScheme(int64_t width, int64_t heads);
 
   // E [R, D] for `positions` (R = positions.relative_size(), D = width) in `dtype`.
-  virtual Variable encode(const Positions& positions, DType dtype) = 0;
+  virtual Variable encode(const PositionPair& positions, DType dtype) = 0;
   // E split head-major: [H, R, Dh], head h owns features h*Dh .. h*Dh + Dh - 1.
-  Variable relative_table(const Positions& positions, DType dtype);
+  Variable relative_table(const PositionPair& positions, DType dtype);
 
   // key_bias u / sqrt(Dh), query_table E / sqrt(Dh), bias (v . E) / sqrt(Dh).
-  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;
+  AttentionTerms attention_terms(const PositionPair& positions, DType dtype) override;
 
   const Variable& u() const { return u_; }  // [H, Dh]
   const Variable& v() const { return v_; }  // [H, Dh]

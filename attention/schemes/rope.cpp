@@ -38,10 +38,8 @@ Tensor Rope::pair_positions(const Positions& positions) const {
          "order)", positions.describe());
   const int64_t N = positions.tokens(), P = head_width_ / 2, n = positions.dims();
   std::vector<double> out(static_cast<size_t>(N * P));
-  if (!split_ || n == 1) {
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t c = 0; c < P; ++c) out[static_cast<size_t>(i * P + c)] = static_cast<double>(i);
-    return Tensor::from_vector(out, {N, P});
+  if (!split_ || n == 1) {  // the token's place in the flattened order
+    return positions.flat_indices().to(kFloat64).reshape({N, 1}).expand({N, P}).contiguous();
   }
   if (n != grid_dims_)
     fail("rope: built for {}-D grids (axes: split) but called with {}", grid_dims_, positions.describe());
@@ -69,9 +67,9 @@ Variable Rope::apply(const Variable& x, const Positions& positions) const {
   return reshape(out, x.value().shape());
 }
 
-void Rope::rotate(Variable& q, Variable& k, const Positions& positions) {
-  q = apply(q, positions);
-  k = apply(k, positions);
+void Rope::rotate(Variable& q, Variable& k, const PositionPair& positions) {
+  q = apply(q, positions.queries());
+  k = apply(k, positions.keys());
 }
 
 std::string Rope::summary() const {

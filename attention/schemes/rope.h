@@ -30,16 +30,16 @@ class Rope : public AttentionHook {
  public:
   Rope(int64_t head_width, int64_t grid_dims, bool trainable, double base, bool split_axes);
 
-  void rotate(Variable& q, Variable& k, const Positions& positions) override;
+  void rotate(Variable& q, Variable& k, const PositionPair& positions) override;
   std::string summary() const override;
 
   // x [..., N, Dh] rotated for `positions` (what rotate applies to q and to k).
-  Variable apply(const Variable& x, const Positions& positions) const;
+  Variable apply(const Variable& x, const Positions& side) const;
   const Variable& theta() const { return theta_; }  // [Dh/2]
   bool trainable() const { return trainable_; }
   // The coordinate every pair rotates by, per token: [N, Dh/2] float64 (positions p, or the
   // grid coordinate of the pair's axis under axes: split).
-  Tensor pair_positions(const Positions& positions) const;
+  Tensor pair_positions(const Positions& side) const;
 
  private:
   int64_t head_width_, grid_dims_;

@@ -23,7 +23,7 @@ ShawRelative::ShawRelative(int64_t heads, int64_t head_width, int64_t grid_dims,
   r_ = register_parameter("r", r);
 }
 
-Tensor ShawRelative::clipped_rows(const Positions& positions) const {
+Tensor ShawRelative::clipped_rows(const PositionPair& positions) const {
   if (positions.is_tree()) fail("shaw: needs sequence or grid positions (relative offsets), got {}", positions.describe());
   const int64_t n = positions.dims(), R = positions.relative_size();
   if (n != grid_dims_)
@@ -41,14 +41,14 @@ Tensor ShawRelative::clipped_rows(const Positions& positions) const {
   return Tensor::from_vector(rows, {R});
 }
 
-Variable ShawRelative::relative_table(const Positions& positions) const {
+Variable ShawRelative::relative_table(const PositionPair& positions) const {
   const Tensor rows = clipped_rows(positions).to(r_.value().device());
   const int64_t R = rows.numel();
   if (per_head_) return index_select(r_, 1, rows);  // [H, R, Dh]
   return expand(unsqueeze(index_select(r_, 0, rows), 0), {heads_, R, head_width_});
 }
 
-AttentionTerms ShawRelative::attention_terms(const Positions& positions, DType dtype) {
+AttentionTerms ShawRelative::attention_terms(const PositionPair& positions, DType dtype) {
   (void)dtype;  // the table is r's dtype; the fused op names a mismatch
   AttentionTerms terms;
   terms.query_table = relative_table(positions);  // [H, R, Dh]

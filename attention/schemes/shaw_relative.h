@@ -30,14 +30,14 @@ class ShawRelative : public AttentionHook {
   ShawRelative(int64_t heads, int64_t head_width, int64_t grid_dims, int64_t window, bool per_head, double init_std,
                Generator& gen);
 
-  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // query_table
+  AttentionTerms attention_terms(const PositionPair& positions, DType dtype) override;  // query_table
   std::string summary() const override;
 
   const Variable& r() const { return r_; }  // [(2w+1)^n, Dh] or [H, (2w+1)^n, Dh]
   // The table row of every relative entry of `positions`: int64 [R].
-  Tensor clipped_rows(const Positions& positions) const;
+  Tensor clipped_rows(const PositionPair& positions) const;
   // The table over the relative grid, [H, R, Dh].
-  Variable relative_table(const Positions& positions) const;
+  Variable relative_table(const PositionPair& positions) const;
 
  private:
   int64_t heads_, head_width_, grid_dims_, window_;

@@ -21,7 +21,7 @@ SirenRelative::SirenRelative(int64_t width, int64_t heads, int64_t dims, const S
   init_biases_xavier(gen);
 }
 
-Variable SirenRelative::encode(const Positions& positions, DType dtype) {
+Variable SirenRelative::encode(const PositionPair& positions, DType dtype) {
   if (positions.is_tree() || positions.dims() != dims_)
     fail("siren: built for {}-D positions, got {}", dims_, positions.describe());
   Tensor x = options_.normalized ? positions.normalised_relative_grid(dtype) : positions.relative_offsets().to(dtype);

@@ -36,7 +36,7 @@ class SirenRelative : public RelativeEncodingScheme {
   // `dims`: n, the number of positional dims the grid will have (1 for sequences).
   SirenRelative(int64_t width, int64_t heads, int64_t dims, const SirenRelativeOptions& options, Generator& gen);
 
-  Variable encode(const Positions& positions, DType dtype) override;  // [R, D]
+  Variable encode(const PositionPair& positions, DType dtype) override;  // [R, D]
   std::string summary() const override;
 
   int64_t dims() const { return dims_; }

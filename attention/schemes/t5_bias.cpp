@@ -45,7 +45,7 @@ std::vector<int64_t> T5Bias::buckets_of(const std::vector<int64_t>& offsets) con
   return out;
 }
 
-Variable T5Bias::relative_bias(const Positions& pos) const {
+Variable T5Bias::relative_bias(const PositionPair& pos) const {
   if (pos.is_tree() || pos.dims() != 1) fail("t5_bias: needs 1-D sequence positions, got {}", pos.describe());
   // One bucket per relative entry, then the table [buckets, H] becomes [H, R].
   const Tensor bucket = Tensor::from_vector(buckets_of(pos.relative_offsets().to_vector<int64_t>()), {pos.relative_size()})
@@ -53,7 +53,7 @@ Variable T5Bias::relative_bias(const Positions& pos) const {
   return transpose(index_select(bias_, 0, bucket), 0, 1);  // [H, R]
 }
 
-AttentionTerms T5Bias::attention_terms(const Positions& positions, DType) {
+AttentionTerms T5Bias::attention_terms(const PositionPair& positions, DType) {
   AttentionTerms terms;
   terms.bias = relative_bias(positions);
   return terms;

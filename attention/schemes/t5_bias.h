@@ -28,10 +28,10 @@ class T5Bias : public AttentionHook {
   // The bucket of every relative offset (key - query) in `offsets`: int64, same length.
   std::vector<int64_t> buckets_of(const std::vector<int64_t>& offsets) const;
 
-  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // bias [H, R]
+  AttentionTerms attention_terms(const PositionPair& positions, DType dtype) override;  // bias [H, R]
   std::string summary() const override;
   // The bias of every relative entry: [H, R] (differentiable in the bucket table).
-  Variable relative_bias(const Positions& positions) const;
+  Variable relative_bias(const PositionPair& positions) const;
 
  private:
   int64_t heads_, buckets_, max_distance_;

@@ -19,10 +19,11 @@ void require_1d(const char* name, const std::vector<int64_t>& structure) {
          fmt::join(structure, "x"));
 }
 
-int64_t sequence_length(const char* name, const Positions& positions) {
+// The cache key of a 1-D pair's relative grid: (lo, hi).
+std::tuple<int64_t, int64_t> offset_range(const char* name, const PositionPair& positions) {
   if (positions.is_tree() || positions.dims() != 1)
     fail("{} is 1-D only, got {}; use \"siren\" for grids", name, positions.describe());
-  return positions.tokens();
+  return {positions.relative_lo()[0], positions.relative_hi()[0]};
 }
 
 }  // namespace
@@ -38,11 +39,11 @@ Tensor baseline_sinusoids(int64_t R, int64_t width, DType dtype) {
   return Tensor::from_vector(s, {R, width}).to(dtype);
 }
 
-Tensor txl_sinusoids(int64_t N, int64_t width, DType dtype) {
-  const int64_t R = 2 * N - 1, half = width / 2;
+Tensor txl_sinusoids(int64_t lo, int64_t hi, int64_t width, DType dtype) {
+  const int64_t R = hi - lo + 1, half = width / 2;
   std::vector<double> s(static_cast<size_t>(R * width));
   for (int64_t r = 0; r < R; ++r) {
-    const double distance = static_cast<double>((N - 1) - r);  // i - j = -(key - query)
+    const double distance = static_cast<double>(-(lo + r));  // i - j = -(key - query)
     for (int64_t k = 0; k < half; ++k) {
       const double angle = distance * std::pow(10000.0, -2.0 * static_cast<double>(k) / static_cast<double>(width));
       s[static_cast<size_t>(r * width + k)] = std::sin(angle);
@@ -61,11 +62,11 @@ SinusoidBaseline::SinusoidBaseline(int64_t width, int64_t heads, int64_t hidden,
   proj_ = register_module("proj", std::make_shared<Linear>(hidden, width, true, gen));  // PyTorch default init
 }
 
-Variable SinusoidBaseline::encode(const Positions& positions, DType dtype) {
-  const int64_t N = sequence_length("txl_baseline", positions);
-  Tensor& table = cache_[{N, dtype}];
-  if (!table.defined()) table = baseline_sinusoids(2 * N - 1, hidden_, dtype);
-  return proj_->forward(Variable(table.to(u_.device())));  // [2N - 1, D]
+Variable SinusoidBaseline::encode(const PositionPair& positions, DType dtype) {
+  const auto [lo, hi] = offset_range("txl_baseline", positions);
+  Tensor& table = cache_[{lo, hi, dtype}];
+  if (!table.defined()) table = baseline_sinusoids(hi - lo + 1, hidden_, dtype);
+  return proj_->forward(Variable(table.to(u_.device())));  // [R, D]
 }
 
 std::string SinusoidBaseline::summary() const { return fmt::format("txl_baseline(hidden={})", hidden_); }
@@ -86,11 +87,11 @@ TransformerXLRelative::TransformerXLRelative(int64_t width, int64_t heads, Init 
   }
 }
 
-Variable TransformerXLRelative::encode(const Positions& positions, DType dtype) {
-  const int64_t N = sequence_length("transformer_xl", positions);
-  Tensor& table = cache_[{N, dtype}];
-  if (!table.defined()) table = txl_sinusoids(N, width_, dtype);
-  return w_kr_->forward(Variable(table.to(u_.device())));  // [2N - 1, D]
+Variable TransformerXLRelative::encode(const PositionPair& positions, DType dtype) {
+  const auto [lo, hi] = offset_range("transformer_xl", positions);
+  Tensor& table = cache_[{lo, hi, dtype}];
+  if (!table.defined()) table = txl_sinusoids(lo, hi, width_, dtype);
+  return w_kr_->forward(Variable(table.to(u_.device())));  // [R, D]
 }
 
 std::string TransformerXLRelative::summary() const {

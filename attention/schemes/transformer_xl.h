@@ -29,6 +29,7 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "attention/schemes/relative_encoding.h"
@@ -39,34 +40,35 @@ namespace posgrad {
 // The interleaved table of "txl_baseline": [R, width] at indices 0..R-1.
 Tensor baseline_sinusoids(int64_t R, int64_t width, DType dtype);
 // The concatenated table of "transformer_xl": [R, width] at distances -(offset) for the 1-D
-// relative entries of N tokens (R = 2N - 1, entry r has offset r - (N - 1)).
-Tensor txl_sinusoids(int64_t N, int64_t width, DType dtype);
+// offsets lo..hi (R = hi - lo + 1, entry r has offset lo + r; self-attention over N tokens has
+// lo = -(N - 1), hi = N - 1).
+Tensor txl_sinusoids(int64_t lo, int64_t hi, int64_t width, DType dtype);
 
 class SinusoidBaseline : public RelativeEncodingScheme {
  public:
   SinusoidBaseline(int64_t width, int64_t heads, int64_t hidden, Generator& gen);
-  Variable encode(const Positions& positions, DType dtype) override;  // [2N - 1, D]
+  Variable encode(const PositionPair& positions, DType dtype) override;  // [R, D]
   std::string summary() const override;
   Linear& proj() { return *proj_; }
 
  private:
   int64_t hidden_;
   std::shared_ptr<Linear> proj_;
-  std::map<std::pair<int64_t, DType>, Tensor> cache_;
+  std::map<std::tuple<int64_t, int64_t, DType>, Tensor> cache_;  // by (lo, hi, dtype)
 };
 
 class TransformerXLRelative : public RelativeEncodingScheme {
  public:
   enum class Init { Xavier, TransformerXL };
   TransformerXLRelative(int64_t width, int64_t heads, Init init, Generator& gen);
-  Variable encode(const Positions& positions, DType dtype) override;  // [2N - 1, D]
+  Variable encode(const PositionPair& positions, DType dtype) override;  // [R, D]
   std::string summary() const override;
   Linear& w_kr() { return *w_kr_; }
 
  private:
   Init init_;
   std::shared_ptr<Linear> w_kr_;
-  std::map<std::pair<int64_t, DType>, Tensor> cache_;
+  std::map<std::tuple<int64_t, int64_t, DType>, Tensor> cache_;  // by (lo, hi, dtype)
 };
 
 std::shared_ptr<AttentionHook> make_txl_baseline(const HookContext& context, const HookOptions& options, Generator& gen);

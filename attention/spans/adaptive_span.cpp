@@ -19,7 +19,7 @@ AdaptiveSpan::AdaptiveSpan(int64_t heads, int64_t max_span, double ramp, double 
   c_ = register_parameter("c", Tensor::full({heads}, init, kFloat32));
 }
 
-void AdaptiveSpan::check_positions(const Positions& positions) const {
+void AdaptiveSpan::check_positions(const PositionPair& positions) const {
   if (positions.is_tree() || positions.dims() != 1)
     fail("adaptive_span: needs 1-D sequence positions, got {}", positions.describe());
 }
@@ -39,12 +39,12 @@ int64_t AdaptiveSpan::kept_distance() const {
 // e m / (sum e m + 1e-8 Z): each kept weight changes by a relative amount below 1e-8 / q, q the
 // head's in-span mass (sum p m over all keys). Negligible while q is large; visible (1e-3 and
 // more) when the keys beyond the span take nearly all the softmax mass (q ~ 1e-6).
-std::optional<OffsetBox> AdaptiveSpan::key_range(const Positions& positions) const {
+std::optional<OffsetBox> AdaptiveSpan::key_range(const PositionPair& positions) const {
   check_positions(positions);
   return OffsetBox{{-kept_distance()}, {-1}};
 }
 
-Variable AdaptiveSpan::relative_mask(const Positions& positions, DType dtype) const {
+Variable AdaptiveSpan::relative_mask(const PositionPair& positions, DType dtype) const {
   check_positions(positions);
   const int64_t R = positions.relative_size();
   const std::vector<int64_t> offsets = positions.relative_offsets().to_vector<int64_t>();  // [R, 1]: key - query
@@ -63,7 +63,7 @@ Variable AdaptiveSpan::relative_mask(const Positions& positions, DType dtype) co
   return clamp(ramp, 0.0, 1.0) * Variable(Tensor::from_vector(allowed, {1, R}).to(dtype).to(device));
 }
 
-AttentionTerms AdaptiveSpan::attention_terms(const Positions& positions, DType) {
+AttentionTerms AdaptiveSpan::attention_terms(const PositionPair& positions, DType) {
   AttentionTerms terms;
   terms.prob_mask = relative_mask(positions, c_.dtype());
   return terms;

@@ -34,8 +34,8 @@ class AdaptiveSpan : public AttentionHook {
  public:
   AdaptiveSpan(int64_t heads, int64_t max_span, double ramp, double init, double loss_coef);
 
-  std::optional<OffsetBox> key_range(const Positions& positions) const override;
-  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;  // prob_mask [H, R]
+  std::optional<OffsetBox> key_range(const PositionPair& positions) const override;
+  AttentionTerms attention_terms(const PositionPair& positions, DType dtype) override;  // prob_mask [H, R]
   Variable regulariser() override;
   void after_optimizer_step() override;
   std::string summary() const override;
@@ -45,7 +45,7 @@ class AdaptiveSpan : public AttentionHook {
   double ramp() const { return ramp_; }
   double loss_coef() const { return loss_coef_; }
   // The mask over the relative grid of `positions`: [H, R] (differentiable in c).
-  Variable relative_mask(const Positions& positions, DType dtype) const;
+  Variable relative_mask(const PositionPair& positions, DType dtype) const;
   // z_h = c_h S per head, in tokens.
   std::vector<double> current_spans() const;
   // As the original logger: ceil(mean_h z_h) + Rr (resp. max_h), clamped to [0, S].
@@ -55,7 +55,7 @@ class AdaptiveSpan : public AttentionHook {
   int64_t kept_distance() const;
 
  private:
-  void check_positions(const Positions& positions) const;
+  void check_positions(const PositionPair& positions) const;
   int64_t heads_, max_span_;
   double ramp_, loss_coef_;
   Variable c_;

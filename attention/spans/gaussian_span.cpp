@@ -26,7 +26,7 @@ GaussianSpan::GaussianSpan(std::vector<int64_t> structure, const GaussianSpanOpt
   sigma_ = register_parameter("sigma", Tensor::full({n}, options.sigma), options.learn_sigma);
 }
 
-void GaussianSpan::check_positions(const Positions& positions) const {
+void GaussianSpan::check_positions(const PositionPair& positions) const {
   if (positions.is_tree() || positions.dims() != sigma_.size(0))
     fail("gaussian_span: built for {}-D positions (one sigma per dim), got {}", sigma_.size(0), positions.describe());
 }
@@ -60,18 +60,22 @@ std::vector<int64_t> GaussianSpan::span_sizes(const std::vector<int64_t>& struct
   return sizes;
 }
 
-std::optional<OffsetBox> GaussianSpan::key_range(const Positions& positions) const {
+std::optional<OffsetBox> GaussianSpan::key_range(const PositionPair& positions) const {
   check_positions(positions);
   if (options_.threshold <= 0) return std::nullopt;
+  // The normalised grid's unit per dim (S_d - 1 for self-attention), as a structure's size.
+  std::vector<int64_t> extent;
+  for (size_t d = 0; d < positions.relative_lo().size(); ++d)
+    extent.push_back(std::max(-positions.relative_lo()[d], positions.relative_hi()[d]) + 1);
   OffsetBox box;
-  for (int64_t h : half_widths(positions.structure())) {
+  for (int64_t h : half_widths(extent)) {
     box.lo.push_back(-h);
     box.hi.push_back(h);
   }
   return box;
 }
 
-Variable GaussianSpan::gaussian(const Positions& positions, DType dtype) const {
+Variable GaussianSpan::gaussian(const PositionPair& positions, DType dtype) const {
   check_positions(positions);
   if (dtype != sigma_.dtype())
     fail("gaussian_span: sigma is {} but the logits are {}; convert the module with to()", dtype_name(sigma_.dtype()),
@@ -82,7 +86,7 @@ Variable GaussianSpan::gaussian(const Positions& positions, DType dtype) const {
   return exp(sum(Variable(square(x)) / s2, {1}) * -0.5);  // [R]
 }
 
-AttentionTerms GaussianSpan::attention_terms(const Positions& positions, DType dtype) {
+AttentionTerms GaussianSpan::attention_terms(const PositionPair& positions, DType dtype) {
   AttentionTerms terms;
   (options_.positional_only ? terms.positional_modulation : terms.modulation) = gaussian(positions, dtype);
   return terms;

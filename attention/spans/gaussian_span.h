@@ -48,13 +48,13 @@ class GaussianSpan : public AttentionHook {
   // without an argument report the box for it.
   GaussianSpan(std::vector<int64_t> structure, const GaussianSpanOptions& options);
 
-  std::optional<OffsetBox> key_range(const Positions& positions) const override;
+  std::optional<OffsetBox> key_range(const PositionPair& positions) const override;
   // modulation (all_logits) or positional_modulation (positional_logits): G [R].
-  AttentionTerms attention_terms(const Positions& positions, DType dtype) override;
+  AttentionTerms attention_terms(const PositionPair& positions, DType dtype) override;
   std::string summary() const override;
 
   // G on the relative grid of `positions`: [R] in `dtype`, differentiable in sigma.
-  Variable gaussian(const Positions& positions, DType dtype) const;
+  Variable gaussian(const PositionPair& positions, DType dtype) const;
   // Box half-widths and span sizes for `structure` (default: the one given at construction).
   // Without a threshold: S_d - 1 and 2 S_d - 1.
   std::vector<int64_t> half_widths(const std::vector<int64_t>& structure) const;
@@ -67,7 +67,7 @@ class GaussianSpan : public AttentionHook {
   const GaussianSpanOptions& options() const { return options_; }
 
  private:
-  void check_positions(const Positions& positions) const;
+  void check_positions(const PositionPair& positions) const;
 
   std::vector<int64_t> structure_;
   GaussianSpanOptions options_;

@@ -7,7 +7,7 @@ LocalWindow::LocalWindow(int64_t radius, bool causal) : radius_(radius), causal_
   if (radius < 0) fail("local_window: radius must be >= 0, got {}", radius);
 }
 
-std::optional<OffsetBox> LocalWindow::key_range(const Positions& positions) const {
+std::optional<OffsetBox> LocalWindow::key_range(const PositionPair& positions) const {
   if (positions.is_tree()) fail("local_window: needs grid or sequence positions, got {}", positions.describe());
   if (causal_ && positions.dims() != 1) fail("local_window: causal windows need 1-D positions, got {}", positions.describe());
   OffsetBox box;

@@ -13,7 +13,7 @@ namespace posgrad {
 class LocalWindow : public AttentionHook {
  public:
   LocalWindow(int64_t radius, bool causal);
-  std::optional<OffsetBox> key_range(const Positions& positions) const override;
+  std::optional<OffsetBox> key_range(const PositionPair& positions) const override;
   std::string summary() const override;
 
  private:

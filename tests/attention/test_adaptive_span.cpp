@@ -54,7 +54,7 @@ double spec_mask(double c, double S, double ramp, int64_t d) {
 class UntrimmedSpan : public AdaptiveSpan {
  public:
   using AdaptiveSpan::AdaptiveSpan;
-  std::optional<OffsetBox> key_range(const Positions&) const override { return OffsetBox{{-max_span()}, {-1}}; }
+  std::optional<OffsetBox> key_range(const PositionPair&) const override { return OffsetBox{{-max_span()}, {-1}}; }
 };
 
 }  // namespace

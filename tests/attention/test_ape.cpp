@@ -95,7 +95,7 @@ Tensor decay_of(AttentionHook& hook, const Positions& pos) {
 class BoxHook : public AttentionHook {
  public:
   explicit BoxHook(OffsetBox box) : box_(std::move(box)) {}
-  std::optional<OffsetBox> key_range(const Positions&) const override { return box_; }
+  std::optional<OffsetBox> key_range(const PositionPair&) const override { return box_; }
   std::string summary() const override { return "box"; }
 
  private:

@@ -31,7 +31,7 @@ class ProbeHook : public AttentionHook {
  public:
   ProbeHook(int64_t H, int64_t Dh, const Positions& positions, std::optional<OffsetBox> box, Generator& gen)
       : box_(std::move(box)) {
-    const int64_t R = positions.relative_size();
+    const int64_t R = PositionPair(positions).relative_size();
     u_ = register_parameter("u", normal({H, Dh}, 0, 0.5, gen));
     bias_ = register_parameter("bias", normal({H, R}, 0, 0.5, gen));
     table_ = register_parameter("table", normal({H, R, Dh}, 0, 0.3, gen));
@@ -39,12 +39,12 @@ class ProbeHook : public AttentionHook {
     keep_ = register_parameter("keep", uniform({H, R}, 0.2, 1.0, gen));
     positional_gain_ = register_parameter("positional_gain", uniform({H, R}, 0.5, 1.5, gen));
   }
-  void rotate(Variable& q, Variable& k, const Positions&) override {
+  void rotate(Variable& q, Variable& k, const PositionPair&) override {
     q = q * 1.25;
     k = k - 0.1;
   }
-  std::optional<OffsetBox> key_range(const Positions&) const override { return box_; }
-  AttentionTerms attention_terms(const Positions&, DType) override {
+  std::optional<OffsetBox> key_range(const PositionPair&) const override { return box_; }
+  AttentionTerms attention_terms(const PositionPair&, DType) override {
     AttentionTerms t;
     t.key_bias = u_ * 0.5;
     t.query_table = table_;
@@ -94,21 +94,21 @@ BOOST_AUTO_TEST_CASE(grid_coordinates_and_relative_grid) {
   BOOST_TEST(p.tokens() == 6);
   BOOST_TEST(p.dims() == 2);
   BOOST_TEST((p.coordinates().to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2}));
-  BOOST_TEST(p.relative_size() == 3 * 5);
-  const auto off = p.relative_offsets().to_vector<int64_t>();
+  BOOST_TEST(PositionPair(p).relative_size() == 3 * 5);
+  const auto off = PositionPair(p).relative_offsets().to_vector<int64_t>();
   BOOST_TEST(off[0] == -1);  // entry 0 = (-1, -2)
   BOOST_TEST(off[1] == -2);
   BOOST_TEST(off[2 * 7] == 0);  // entry 7 = (0, 0): the centre
   BOOST_TEST(off[2 * 7 + 1] == 0);
-  BOOST_TEST(p.relative_index({0, 0}) == 7);
-  BOOST_TEST(p.relative_index({1, 2}) == 14);
+  BOOST_TEST(PositionPair(p).relative_index({0, 0}) == 7);
+  BOOST_TEST(PositionPair(p).relative_index({1, 2}) == 14);
   // Dense relative index: entry of (key - query).
-  Tensor idx = p.dense_relative_index();
-  BOOST_TEST(idx.at<int64_t>({0, 5}) == p.relative_index({1, 2}));
-  BOOST_TEST(idx.at<int64_t>({5, 0}) == p.relative_index({-1, -2}));
+  Tensor idx = PositionPair(p).dense_relative_index();
+  BOOST_TEST(idx.at<int64_t>({0, 5}) == PositionPair(p).relative_index({1, 2}));
+  BOOST_TEST(idx.at<int64_t>({5, 0}) == PositionPair(p).relative_index({-1, -2}));
   BOOST_TEST(idx.at<int64_t>({4, 4}) == 7);
   // Normalised grid: offset / (S - 1).
-  Tensor g = p.normalised_relative_grid(kFloat64);
+  Tensor g = PositionPair(p).normalised_relative_grid(kFloat64);
   BOOST_TEST(g.at<double>({0, 0}) == -1.0);
   BOOST_TEST(g.at<double>({0, 1}) == -1.0);
   BOOST_TEST(g.at<double>({14, 1}) == 1.0);
@@ -117,10 +117,10 @@ BOOST_AUTO_TEST_CASE(grid_coordinates_and_relative_grid) {
 
 BOOST_AUTO_TEST_CASE(sequence_index_map_is_key_minus_query) {
   Positions p = Positions::sequence(5);
-  Tensor idx = p.dense_relative_index();
+  Tensor idx = PositionPair(p).dense_relative_index();
   for (int64_t i = 0; i < 5; ++i)
     for (int64_t j = 0; j < 5; ++j) BOOST_TEST(idx.at<int64_t>({i, j}) == j - i + 4);
-  Tensor x = p.normalised_relative_grid(kFloat64);
+  Tensor x = PositionPair(p).normalised_relative_grid(kFloat64);
   BOOST_TEST(x.at<double>({0, 0}) == -1.0);
   BOOST_TEST(x.at<double>({4, 0}) == 0.0);
   BOOST_TEST(x.at<double>({8, 0}) == 1.0);
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(tree_words_follow_the_intended_heap_mapping) {
 BOOST_AUTO_TEST_CASE(errors_name_the_problem) {
   check_error([] { Positions::grid({4, 0}); }, {"structure size", "4x0"});
   check_error([] { Positions::sequence(0); }, {"at least one token"});
-  check_error([] { Positions::grid({3}).relative_index({3}); }, {"outside the relative grid"});
+  check_error([] { PositionPair(Positions::grid({3})).relative_index({3}); }, {"outside the relative grid"});
   check_error([] { Positions::tree(Tensor::zeros({3}, kFloat32)); }, {"int64"});
   check_error([] { Positions::tree(Tensor::from_vector(std::vector<int64_t>{1, 2}, {2})).structure(); }, {"no grid structure"});
 }
@@ -188,11 +188,16 @@ BOOST_AUTO_TEST_CASE(box_mask_matches_the_spec_example) {
 BOOST_AUTO_TEST_CASE(reference_follows_the_formula_of_the_terms) {
   Generator gen(11);
   for (const Positions& pos : {Positions::sequence(7), Positions::grid({3, 4})}) {
-    const int64_t B = 2, H = 2, Dh = 3, N = pos.tokens(), R = pos.relative_size();
+    const int64_t B = 2, H = 2, Dh = 3, N = pos.tokens(), R = PositionPair(pos).relative_size();
     for (const int64_t Nq : {N, N - 2}) {
+      if (Nq < N && pos.dims() > 1) continue;  // a memory is a sequence
       ProbeHook probe(H, Dh, pos, std::nullopt, gen);
       probe.to(kFloat64);
-      const AttentionTerms t = probe.attention_terms(pos, kFloat64);
+      AttentionTerms t = probe.attention_terms(pos, kFloat64);
+      // The memory's relative grid (offsets -(N-1) .. Nq-1) is the start of the self grid's.
+      const PositionPair pair = Nq == N ? PositionPair(pos) : PositionPair::memory(N, Nq);
+      for (Variable* table : {&t.query_table, &t.bias, &t.positional_modulation, &t.prob_mask, &t.modulation})
+        *table = narrow(*table, table == &t.query_table ? 1 : -1, 0, pair.relative_size());
       const Tensor q = normal({B, H, Nq, Dh}, 0, 1, gen, kFloat64), k = normal({B, H, N, Dh}, 0, 1, gen, kFloat64),
                    v = normal({B, H, N, Dh}, 0, 1, gen, kFloat64);
       Tensor pad = Tensor::zeros({B, N}, kFloat64);
@@ -200,9 +205,9 @@ BOOST_AUTO_TEST_CASE(reference_follows_the_formula_of_the_terms) {
       const OffsetBox box = pos.dims() == 1 ? OffsetBox{{-3}, {2}} : OffsetBox{{-1, -2}, {1, 1}};
       const double scale = 0.7;
       Tensor probs;
-      const Tensor out = reference_attention(Variable(q), Variable(k), Variable(v), t, AttentionSpec{pos, box, pad, scale},
+      const Tensor out = reference_attention(Variable(q), Variable(k), Variable(v), t, AttentionSpec{pair, box, pad, scale},
                                              &probs).value();
-      const Tensor rel = pos.dense_relative_index(), offsets = pos.relative_offsets();
+      const Tensor rel = PositionPair(pos).dense_relative_index(), offsets = PositionPair(pos).relative_offsets();
       auto at = [](const Variable& x, std::initializer_list<int64_t> i) { return x.value().at<double>(i); };
       double worst_p = 0, worst_o = 0;
       for (int64_t b = 0; b < B; ++b)

@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
   for (const std::vector<int64_t>& structure : {std::vector<int64_t>{7}, std::vector<int64_t>{3, 4}}) {
     Generator gen(11);
     const Positions pos = positions_of(structure);
-    const int64_t B = 2, H = 2, N = pos.tokens(), R = pos.relative_size();
+    const int64_t B = 2, H = 2, N = pos.tokens(), R = PositionPair(pos).relative_size();
     AttentionSpec spec;
     spec.positions = pos;
     spec.scale = 0.6;
@@ -205,26 +205,32 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
   }
 }
 
-// q with only the last Nq tokens: the same outputs as the last Nq rows of the call with every
-// query, dq the same rows, dk, dv and every table gradient the ones that the last rows' loss
-// gives; and gradcheck through it.
+// A segment over a memory (PositionPair::memory: the queries are the last Nq of N tokens): the
+// same outputs as the last Nq rows of the self-attention call, dq the same rows, dk, dv and every
+// table gradient the ones that the last rows' loss gives (its relative grid is the first
+// N + Nq - 1 entries of the self-attention one); and gradcheck through it.
 BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
   Generator gen(13);
   const int64_t B = 2, H = 2, N = 9, Nq = 4, Dh = 3, R = 2 * N - 1;
-  AttentionSpec spec;
-  spec.positions = Positions::sequence(N);
-  spec.scale = 0.6;
-  spec.box = OffsetBox{{-5}, {-1}};  // the 5 keys before each query
+  AttentionSpec full_spec, last_spec;
+  full_spec.positions = Positions::sequence(N);
+  last_spec.positions = PositionPair::memory(N, Nq);
+  BOOST_TEST(last_spec.positions.relative_size() == N + Nq - 1);
+  for (AttentionSpec* spec : {&full_spec, &last_spec}) {
+    spec->scale = 0.6;
+    spec->box = OffsetBox{{-5}, {-1}};  // the 5 keys before each query
+  }
   std::vector<Tensor> inputs = {normal({B, H, N, Dh}, 0, 1, gen, kFloat64), normal({B, H, N, Dh}, 0, 1, gen, kFloat64),
                                 normal({B, H, N, Dh}, 0, 1, gen, kFloat64), normal({H, Dh}, 0, 1, gen, kFloat64),
                                 normal({H, R, Dh}, 0, 0.5, gen, kFloat64), normal({H, R}, 0, 1, gen, kFloat64),
                                 uniform({H, R}, 0.1, 1.0, gen, kFloat64)};
-  auto call = [&](const std::vector<Variable>& v, const Variable& q) {
+  auto call = [&](const std::vector<Variable>& v, const Variable& q, const AttentionSpec& spec) {
+    const int64_t entries = spec.positions.relative_size();
     AttentionTerms terms;
     terms.key_bias = v[3];
-    terms.query_table = v[4];
-    terms.bias = v[5];
-    terms.prob_mask = v[6];
+    terms.query_table = narrow(v[4], 1, 0, entries);
+    terms.bias = narrow(v[5], 1, 0, entries);
+    terms.prob_mask = narrow(v[6], 1, 0, entries);
     return posgrad::fused_attention(q, v[1], v[2], terms, spec);
   };
   const Tensor weights = normal({B, H, Nq, Dh}, 0, 1, gen, kFloat64);
@@ -233,8 +239,8 @@ BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
     full_vars.emplace_back(t.clone(), true);
     last_vars.emplace_back(t.clone(), true);
   }
-  const Variable full = narrow(call(full_vars, full_vars[0]), 2, N - Nq, Nq);
-  const Variable last = call(last_vars, narrow(last_vars[0], 2, N - Nq, Nq));
+  const Variable full = narrow(call(full_vars, full_vars[0], full_spec), 2, N - Nq, Nq);
+  const Variable last = call(last_vars, narrow(last_vars[0], 2, N - Nq, Nq), last_spec);
   BOOST_REQUIRE(last.value().shape() == (Shape{B, H, Nq, Dh}));
   posgrad::test::expect_close("outputs", last.value(), full.value(), 1e-14, 1e-12);
   sum(full * Variable(weights), {}).backward();
@@ -242,12 +248,13 @@ BOOST_AUTO_TEST_CASE(queries_are_the_last_tokens) {
   for (size_t i = 0; i < inputs.size(); ++i)
     posgrad::test::expect_close(fmt::format("grad {}", i), last_vars[i].grad(), full_vars[i].grad(), 1e-13, 1e-11);
   inputs[0] = inputs[0].narrow(2, N - Nq, Nq).contiguous();
-  const GradcheckResult r = gradcheck([&](const std::vector<Variable>& v) { return call(v, v[0]); }, inputs);
+  const GradcheckResult r = gradcheck([&](const std::vector<Variable>& v) { return call(v, v[0], last_spec); }, inputs);
   BOOST_TEST(r.ok, "fused gradcheck with the last queries: " << r.message);
-  // More queries than keys is an error naming the shapes.
-  BOOST_CHECK_THROW(posgrad::fused_attention(Variable(normal({B, H, N + 1, Dh}, 0, 1, gen, kFloat64)),
-                                             Variable(inputs[1]), Variable(inputs[2]), AttentionTerms{}, spec),
-                    Error);
+  // Queries that the positions do not describe are an error naming both.
+  posgrad::test::check_error([&] {
+    posgrad::fused_attention(Variable(normal({B, H, N + 1, Dh}, 0, 1, gen, kFloat64)), Variable(inputs[1]),
+                             Variable(inputs[2]), AttentionTerms{}, last_spec);
+  }, {"10 queries and 9 keys", "positions describe"});
 }
 
 BOOST_AUTO_TEST_CASE(fused_path_refuses_what_it_cannot_describe) {

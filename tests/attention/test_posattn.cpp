@@ -238,7 +238,7 @@ BOOST_AUTO_TEST_CASE(siren_scores_follow_formula_1_and_the_index_map) {
     const AttentionTerms terms = h->attention_terms(pos, kFloat64);
     const Tensor positional = positional_on_pairs(terms, q, pos), content = content_bias_on_pairs(terms, k);
     Tensor E = h->encode(pos, kFloat64).value();  // [R, D]
-    BOOST_TEST(E.size(0) == pos.relative_size());
+    BOOST_TEST(E.size(0) == PositionPair(pos).relative_size());
     const Tensor u = h->u().value(), v = h->v().value();
     const std::vector<int64_t> S = pos.structure();
     Tensor coords = pos.coordinates();
@@ -274,7 +274,7 @@ BOOST_AUTO_TEST_CASE(siren_input_is_the_normalised_relative_grid) {
   for (bool normalized : {true, false}) {
     auto h = std::dynamic_pointer_cast<SirenRelative>(
         hook("siren", context(4, 2, {3, 5}), {{"normalized", normalized ? "true" : "false"}, {"hidden", "8"}}));
-    Tensor x = normalized ? pos.normalised_relative_grid(kFloat32) : pos.relative_offsets().to(kFloat32);
+    Tensor x = normalized ? PositionPair(pos).normalised_relative_grid(kFloat32) : PositionPair(pos).relative_offsets().to(kFloat32);
     BOOST_TEST(max_abs_diff(h->encode(pos, kFloat32).value(), h->siren().forward(Variable(x)).value()) == 0.0);
   }
 }
@@ -300,7 +300,7 @@ BOOST_AUTO_TEST_CASE(baseline_sinusoids_and_projection) {
 BOOST_AUTO_TEST_CASE(transformer_xl_standard_score) {
   // score_ij = [(q_i + u).k_j + (q_i + v).W_kR R_{i-j}] / sqrt(Dh), R of width D with
   // concatenated sin | cos halves at the distance i - j.
-  Tensor r = txl_sinusoids(3, 4, kFloat64);  // entries r = 0..4, offsets -2..2, distances 2..-2
+  Tensor r = txl_sinusoids(-2, 2, 4, kFloat64);  // entries r = 0..4, offsets -2..2, distances 2..-2
   BOOST_TEST(std::abs(r.at<double>({0, 0}) - std::sin(2.0)) < 1e-15);
   BOOST_TEST(std::abs(r.at<double>({0, 1}) - std::sin(0.02)) < 1e-15);
   BOOST_TEST(std::abs(r.at<double>({0, 2}) - std::cos(2.0)) < 1e-15);
@@ -316,7 +316,7 @@ BOOST_AUTO_TEST_CASE(transformer_xl_standard_score) {
     Tensor q = normal({1, H, N, Dh}, 0, 1, gen, kFloat64), k = normal({1, H, N, Dh}, 0, 1, gen, kFloat64);
     Positions pos = Positions::sequence(N);
     Tensor total = logits_on_pairs(h->attention_terms(pos, kFloat64), q, k, pos, 1.0 / std::sqrt(2.0));
-    Tensor R = txl_sinusoids(N, D, kFloat64), W = h->w_kr().weight().value();
+    Tensor R = txl_sinusoids(-(N - 1), N - 1, D, kFloat64), W = h->w_kr().weight().value();
     Tensor u = h->u().value(), v = h->v().value();
     double worst = 0;
     for (int64_t hh = 0; hh < H; ++hh)

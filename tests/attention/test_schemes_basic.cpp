@@ -373,8 +373,8 @@ BOOST_AUTO_TEST_CASE(alibi_slopes_and_grid_distances) {
   Alibi alibi(2);
   const Positions grid = Positions::grid({3, 4});
   Tensor t = alibi.relative_table(grid);
-  BOOST_TEST(std::abs(t.at<double>({0, grid.relative_index({2, -1})}) + m2[0] * std::sqrt(5.0)) < 1e-15);
-  BOOST_TEST(t.at<double>({1, grid.relative_index({0, 0})}) == 0.0);
+  BOOST_TEST(std::abs(t.at<double>({0, PositionPair(grid).relative_index({2, -1})}) + m2[0] * std::sqrt(5.0)) < 1e-15);
+  BOOST_TEST(t.at<double>({1, PositionPair(grid).relative_index({0, 0})}) == 0.0);
   Tensor s = alibi.relative_table(Positions::sequence(4));
   BOOST_TEST(s.at<double>({1, 0}) == -3.0 * m2[1]);  // entry 0 = offset -3
 }
@@ -406,9 +406,9 @@ BOOST_AUTO_TEST_CASE(shaw_clips_offsets_into_its_table) {
   BOOST_TEST(grid.r().shape() == (Shape{2, 9, 4}));
   const Positions g = Positions::grid({3, 3});
   const auto grows = grid.clipped_rows(g).to_vector<int64_t>();
-  BOOST_TEST(grows[static_cast<size_t>(g.relative_index({-2, 2}))] == 0 * 3 + 2);
-  BOOST_TEST(grows[static_cast<size_t>(g.relative_index({0, 0}))] == 4);
-  BOOST_TEST(grows[static_cast<size_t>(g.relative_index({1, -2}))] == 2 * 3 + 0);
+  BOOST_TEST(grows[static_cast<size_t>(PositionPair(g).relative_index({-2, 2}))] == 0 * 3 + 2);
+  BOOST_TEST(grows[static_cast<size_t>(PositionPair(g).relative_index({0, 0}))] == 4);
+  BOOST_TEST(grows[static_cast<size_t>(PositionPair(g).relative_index({1, -2}))] == 2 * 3 + 0);
 }
 
 // ---------------------------------------------------------------------------- errors
