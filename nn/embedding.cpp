@@ -28,7 +28,18 @@ Variable Embedding::forward(const Tensor& indices) {
       fail("Embedding({}, {}): index {} is out of range [0, {}) (indices {})", num_, dim_, lo < 0 ? lo : hi, num_,
            indices.describe());
   }
-  return index_select(weight_, 0, indices);
+  if (!scale_grad_by_freq_) return index_select(weight_, 0, indices);
+  // The lookup, with a backward that divides each occurrence's gradient by its row's count.
+  const Tensor flat = indices.contiguous().reshape({indices.numel()});                 // [n]
+  const Tensor ones = Tensor::ones({indices.numel()}, weight_.dtype(), indices.device());
+  const Tensor counts = index_select(index_add({num_}, 0, flat, ones), 0, flat);      // [n], >= 1
+  const Shape table = {num_, dim_};
+  const int64_t n = indices.numel(), dim = dim_;
+  return record("embedding_scale_grad_by_freq", index_select(weight_.value(), 0, indices), {weight_},
+                [flat, counts, table, n, dim](const Tensor& g, const std::vector<bool>&) {
+                  const Tensor scaled = g.contiguous().reshape({n, dim}) / counts.reshape({n, 1});  // [n, dim]
+                  return std::vector<Tensor>{index_add(table, 0, flat, scaled)};
+                });
 }
 
 Variable Embedding::forward(const Variable& indices) { return forward(indices.value()); }

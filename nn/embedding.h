@@ -1,6 +1,10 @@
 // Embedding: a learned table weight [num, dim]; forward looks rows up by int64 index.
 // indices (any shape, e.g. [B, N]) -> [..., dim] (e.g. [B, N, D]). Default init N(0, 1) like
 // PyTorch's nn.Embedding. An index outside [0, num) is an Error naming it and the table size.
+// Option scale_grad_by_freq (PyTorch's flag of the same name; the APE paper's tied embedding uses
+// it, spec ape.md 3.5): the gradient a forward sends to row r is divided by how often r occurs in
+// that forward's indices, so frequent tokens (padding, SOS) do not dominate the table's updates.
+// That backward is deliberately not the gradient of the lookup: gradcheck does not apply to it.
 //
 // Deliberately not here: padding_idx, max_norm and sparse gradients (the gradient is a dense
 // [num, dim] tensor, accumulated with index_add).
@@ -19,6 +23,9 @@ class Embedding : public Module {
   Variable forward(const Tensor& indices);          // int64 [...] -> [..., dim]
   Variable forward(const Variable& indices) override;  // the same, for Sequential (no gradient to indices)
 
+  void set_scale_grad_by_freq(bool on) { scale_grad_by_freq_ = on; }
+  bool scale_grad_by_freq() const { return scale_grad_by_freq_; }
+
   const Variable& weight() const { return weight_; }  // [num, dim]
   int64_t num_embeddings() const { return num_; }
   int64_t embedding_dim() const { return dim_; }
@@ -27,6 +34,7 @@ class Embedding : public Module {
  private:
   int64_t num_, dim_;
   Variable weight_;
+  bool scale_grad_by_freq_ = false;
 };
 
 }  // namespace posgrad

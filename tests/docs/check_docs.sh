@@ -70,6 +70,8 @@ NOT_RUN=(
   "build/bin/bench_posattn_step *--checkpoint runs/*|needs a trained 2-D + span run of the quick sweep (runs/ is not in the scratch folder); the twins and the step run here without --checkpoint"
   "build/bin/posgrad-sweep configs/posattn/sweeps/2d_vs_1d*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
   "build/bin/posgrad-sweep configs/cct/*|the quick CCT sweep (21 runs of about 10 minutes each); the cct_app test trains every scheme preset, the sweep test runs a tiny sweep"
+  "build/bin/posgrad-sweep configs/seqtasks/*|a quick sequence-task sweep (21 runs of up to 10 minutes each); the seqtasks_app test trains every scheme preset, the sweep test runs a tiny sweep"
+  "build/bin/posgrad-sweep configs/treetasks/*|a quick tree-task sweep (runs of up to 10 minutes each); the treetasks_app test trains the flattened scheme presets, the sweep test runs a tiny sweep"
   "build/bin/posgrad-data fetch *|downloads from the internet; test_datasets' fetch suite runs fetch against a local server (tinyshakespeare_from_a_local_server and the failure cases)"
 )
 
@@ -86,6 +88,8 @@ declare -A QUICK_ARGS=(
   [bench_attention_paths]="--cases 1d64,2d8 --reps 1 --warmup 0 --no-torch"
   [charlm]="-Dtrain.steps=4 -Dtrain.warmup=1 -Dtrain.log_every=2 -Dtrain.eval_every=4 -Dtrain.eval_blocks=2 -Dmodel.layers=1 -Dmodel.width=32 -Dmodel.heads=2 -Dmodel.ff_width=64"
   [cct]="-Ddata.small_dataset=300 -Dtrain.max_steps=2 -Dmodel.layers=1 -Dmodel.width=16 -Dmodel.heads=2 -Dmodel.ff_width=32 -Dtrain.batch_size=16"
+  [seqtasks]="-Ddata.length_mean=6 -Ddata.length_stddev=1 -Ddata.train=32 -Ddata.dev=8 -Ddata.test=8 -Dmodel.width=16 -Dmodel.heads=2 -Dmodel.ff_width=32 -Dmodel.encoder_layers=1 -Dmodel.decoder_layers=1 -Dtrain.batch_size=16 -Dtrain.max_steps=2"
+  [treetasks]="-Ddata.depth_mean=3 -Ddata.train=32 -Ddata.dev=8 -Ddata.test=8 -Dmodel.width=16 -Dmodel.heads=2 -Dmodel.ff_width=32 -Dmodel.encoder_layers=1 -Dmodel.decoder_layers=1 -Dtrain.batch_size=16 -Dtrain.max_steps=2"
   [bench_conv2d]="--batch 2 --channels 8 --reps 1 --warmup 0 --rounds 1 --no-torch"
   [bench_charlm_step]="--batch 2 --segment 16 --max-span 64 --layers 1 --width 32 --heads 2 --ff 64 --reps 1 --warmup 0 --generate 5 --context 32 --no-torch"
 )

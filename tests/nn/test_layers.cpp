@@ -171,6 +171,25 @@ BOOST_AUTO_TEST_CASE(embedding_init_and_gradcheck) {
   check_module_gradients(emb, idx, [&](const Variable& i) { return emb.forward(i); });
 }
 
+BOOST_AUTO_TEST_CASE(embedding_scale_grad_by_freq_divides_by_counts) {
+  Generator gen(9);
+  Embedding emb(6, 3, gen);
+  emb.set_scale_grad_by_freq(true);
+  const Tensor idx = Tensor::from_vector<int64_t>({3, 0, 3, 1, 3, 1}, {2, 3});  // [B, N]: 3 thrice, 1 twice, 0 once
+  const Variable y = emb.forward(idx);                                           // [B, N, 3]
+  BOOST_TEST(max_abs_diff(y.value(), index_select(emb.weight().value(), 0, idx)) == 0.0);  // the lookup is unchanged
+  const Tensor upstream = normal({2, 3, 3}, 0, 1, gen);
+  sum(y * Variable(upstream)).backward();
+  const Tensor g = emb.weight().grad();
+  const auto u = [&](int64_t b, int64_t n, int64_t c) { return upstream.at<float>({b, n, c}); };
+  for (int64_t c = 0; c < 3; ++c) {
+    BOOST_TEST(g.at<float>({3, c}) == (u(0, 0, c) + u(0, 2, c) + u(1, 1, c)) / 3.0f, boost::test_tools::tolerance(1e-6f));
+    BOOST_TEST(g.at<float>({1, c}) == (u(1, 0, c) + u(1, 2, c)) / 2.0f, boost::test_tools::tolerance(1e-6f));
+    BOOST_TEST(g.at<float>({0, c}) == u(0, 1, c), boost::test_tools::tolerance(1e-6f));
+    BOOST_TEST(g.at<float>({5, c}) == 0.0f);
+  }
+}
+
 // ------------------------------------------------------------ Dropout
 
 BOOST_AUTO_TEST_CASE(dropout_keeps_the_expectation) {

@@ -1,0 +1,230 @@
+// The transduction apps' train and eval jobs (see transduction_run.h).
+// Shapes: letters of shape_legend.h (N source tokens, T decoder steps, V vocabulary).
+#include "apps/seqtasks/transduction_run.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "apps/common/finite_guard.h"
+#include "apps/common/progress.h"
+#include "apps/common/run_checkpoints.h"
+#include "apps/common/run_dir.h"
+#include "attention/transduction/greedy_decoding.h"
+#include "datasets/transduction/transduction_metrics.h"
+#include "nn/adam.h"
+#include "nn/atomic_file.h"
+#include "nn/checkpoint.h"
+#include "nn/losses.h"
+#include "nn/lr_schedule.h"
+
+namespace posgrad::transduction_app {
+
+using namespace posgrad::apps;
+
+namespace {
+
+// The training order of one epoch: a permutation of 0..n-1 drawn from (seed, epoch) alone, so a
+// resumed run reads the same order.
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
+  Generator gen(seed * 1000003ULL + static_cast<uint64_t>(epoch) + 1);
+  return randperm(n, gen).to_vector<int64_t>();
+}
+
+// The generators of every Dropout (each owns one), saved with each checkpoint.
+std::vector<std::pair<std::string, Generator*>> mask_generators(EncoderDecoder& model) {
+  std::vector<std::pair<std::string, Generator*>> out;
+  for (const auto& [name, module] : model.named_modules())
+    if (auto* d = dynamic_cast<Dropout*>(const_cast<Module*>(module))) out.emplace_back(name, &d->generator());
+  return out;
+}
+
+}  // namespace
+
+Tensor source_padding(const TransductionBatch& batch) {
+  return eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype()));
+}
+
+std::vector<bool> sequence_greedy_matches(EncoderDecoder& model, const std::vector<TransductionExample>& examples,
+                                          const std::vector<int64_t>& indices, const TransductionBatch& batch) {
+  const int64_t B = batch.size();
+  std::vector<int64_t> first(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) first[static_cast<size_t>(b)] = examples[static_cast<size_t>(indices[b])].target[0];
+  const Tensor decoded = greedy_decode(model, batch.source, source_padding(batch),
+                                       Tensor::from_vector<int64_t>(first, {B}), {.steps = batch.decoder_input.size(1)});
+  const auto tokens = decoded.to_vector<int64_t>();  // [B, T + 1]
+  const size_t width = static_cast<size_t>(decoded.size(1));
+  std::vector<bool> right(static_cast<size_t>(B));
+  for (size_t b = 0; b < right.size(); ++b) {
+    const auto& target = examples[static_cast<size_t>(indices[b])].target;
+    right[b] = std::equal(target.begin(), target.end(), tokens.begin() + static_cast<std::ptrdiff_t>(b * width));
+  }
+  return right;
+}
+
+SplitScore score_split(EncoderDecoder& model, const std::vector<TransductionExample>& examples, int64_t batch_size,
+                       const GreedyMatcher& greedy_matches) {
+  NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  TokenLoss paper, released;
+  int64_t matched = 0;
+  const int64_t n = static_cast<int64_t>(examples.size());
+  for (int64_t start = 0; start < n; start += batch_size) {
+    std::vector<int64_t> indices(static_cast<size_t>(std::min(n, start + batch_size) - start));
+    std::iota(indices.begin(), indices.end(), start);
+    const TransductionBatch batch = make_transduction_batch(examples, indices);
+    const Tensor logits = model.forward(batch).value();  // [B, T, V]
+    paper.add(token_cross_entropy(logits, batch.decoder_target, batch.target_mask));
+    released.add(released_token_cross_entropy(logits, batch.decoder_target, batch.target_mask, batch.input_mask));
+    if (greedy_matches)
+      for (bool right : greedy_matches(model, examples, indices, batch)) matched += right;
+  }
+  model.train(was_training);
+  SplitScore s;
+  s.loss = paper.mean();
+  s.ppl = paper.perplexity();
+  s.ppl_released = released.perplexity();
+  s.exact_match = greedy_matches ? static_cast<double>(matched) / static_cast<double>(n) : 0.0;
+  s.examples = n;
+  return s;
+}
+
+void train(const TransductionExperiment& x, const Settings& settings, const TrainRequest& request) {
+  const TrainSettings& t = x.train;
+  Generator gen(x.seed);
+  EncoderDecoder model(x.model, gen);
+  AdamW opt(model.parameters(), {.lr = t.lr, .weight_decay = t.weight_decay});
+  const int64_t n_train = static_cast<int64_t>(x.data.train.size());
+  const int64_t batches = (n_train + t.batch_size - 1) / t.batch_size;
+  const WarmupCosineLR schedule(t.lr, t.warmup_epochs * batches, t.epochs * batches, 1e-9, 1e-7);
+  auto generators = mask_generators(model);
+
+  {  // One forward on a training example before the run folder exists: a model that cannot run
+     // on these data (a scheme that does not take their positions) is refused with nothing written.
+    NoGradGuard no_grad;
+    model.eval();
+    model.forward(make_transduction_batch(x.data.train, {0}));
+    model.train();
+  }
+  RunDir run = open_run_dir(request, settings);
+  RunCheckpoints checkpoints(run, model, opt, gen, {.metric = "dev_loss", .higher_is_better = false});
+  TrainingPosition at;
+  double loss_sum = 0, best_dev = INFINITY;
+  int64_t loss_batches = 0, best_epoch = 0;
+  if (request.resume) {
+    at = checkpoints.restore_latest();
+    run.drop_metrics_after(at.step);
+    loss_sum = at.extra.value("loss_sum", 0.0);
+    loss_batches = at.extra.value("loss_batches", int64_t{0});
+    best_dev = at.extra.value("best_dev", static_cast<double>(INFINITY));
+    best_epoch = at.extra.value("best_epoch", int64_t{0});
+    const nlohmann::json states = at.extra.value("mask_generators", nlohmann::json::object());
+    for (auto& [name, g] : generators)
+      if (states.contains(name)) g->set_state(states[name][0].get<uint64_t>(), states[name][1].get<uint64_t>());
+  }
+  const auto save = [&](const TrainingPosition& where) {
+    TrainingPosition p = where;
+    nlohmann::json states = nlohmann::json::object();
+    for (auto& [name, g] : generators) states[name] = {g->seed(), g->offset()};
+    p.extra = {{"loss_sum", loss_sum}, {"loss_batches", loss_batches}, {"best_dev", best_dev},
+               {"best_epoch", best_epoch}, {"mask_generators", states}};
+    checkpoints.save(p);
+  };
+  const int64_t total_steps = t.max_steps > 0 ? std::min(t.max_steps, batches * t.epochs) : batches * t.epochs;
+  fmt::print("{}: {} ({}), {} parameters; {} train / {} dev / {} test examples; epochs {}..{} of {} batches, run "
+             "folder {}\n",
+             x.app, x.description, model.positional().summary(), model.num_parameters(), x.data.train.size(),
+             x.data.dev.size(), x.data.test.size(), at.epoch, t.epochs, batches, run.path().string());
+  std::fflush(stdout);
+
+  Progress progress(total_steps, "train");
+  progress.start_at(at.step);
+  const auto reached_max = [&] { return t.max_steps > 0 && at.step >= t.max_steps; };
+  while (at.epoch < t.epochs && !reached_max()) {
+    const std::vector<int64_t> order = epoch_order(n_train, x.seed, at.epoch);
+    for (int64_t b = at.batch_in_epoch; b < batches && !reached_max(); ++b) {
+      const int64_t lo = b * t.batch_size, hi = std::min(n_train, lo + t.batch_size);
+      const TransductionBatch batch =
+          make_transduction_batch(x.data.train, std::vector<int64_t>(order.begin() + lo, order.begin() + hi));
+      opt.set_lr(schedule.lr_at(at.step));
+      Variable loss =
+          cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Mean, kIgnoreTarget, t.label_smoothing);
+      const double value = loss.item();
+      check_finite_loss(value, at.step + 1, checkpoints.latest_path());
+      opt.zero_grad();
+      loss.backward();
+      check_finite_gradients(model, at.step + 1, checkpoints.latest_path());
+      opt.step();
+      ++at.step;
+      ++at.batch_in_epoch;
+      loss_sum += value;
+      ++loss_batches;
+      progress.update(at.step, {{"loss", loss_sum / static_cast<double>(loss_batches)}});
+    }
+    const bool epoch_done = at.batch_in_epoch >= batches;
+    const int64_t epoch = at.epoch + 1;
+    if (epoch_done) at.next_epoch();
+    const bool last = at.epoch >= t.epochs || reached_max();
+    if (!(epoch % t.eval_every == 0 || epoch > t.eval_all_after || last)) continue;
+    const SplitScore dev = score_split(model, x.data.dev, t.eval_batch_size, {});
+    if (dev.loss < best_dev) {
+      best_dev = dev.loss;
+      best_epoch = epoch;
+    }
+    nlohmann::json record{{"step", at.step},
+                          {"epoch", epoch},
+                          {"epoch_done", epoch_done},
+                          {"train_loss", loss_sum / static_cast<double>(std::max<int64_t>(1, loss_batches))},
+                          {"dev_loss", dev.loss},
+                          {"dev_ppl", dev.ppl},
+                          {"lr", schedule.lr_at(std::max<int64_t>(0, at.step - 1))}};
+    run.log_metrics(record);
+    progress.print(fmt::format("epoch {}: train_loss {:.4f}  dev_loss {:.4f}  dev_ppl {:.4f}", epoch,
+                               record["train_loss"].get<double>(), dev.loss, dev.ppl));
+    loss_sum = 0;
+    loss_batches = 0;
+    save(at);
+    checkpoints.offer_best(at, dev.loss);
+  }
+  progress.finish();
+
+  // The best checkpoint (lowest dev loss) on the test split.
+  model.load_state_dict(load_checkpoint(checkpoints.best_path()).model);
+  const SplitScore test = score_split(model, x.data.test, t.eval_batch_size, x.greedy_matches);
+  nlohmann::json summary{{"test_ppl", test.ppl},
+                         {"test_ppl_released", test.ppl_released},
+                         {"test_exact_match", test.exact_match},
+                         {"test_loss", test.loss},
+                         {"best_dev_loss", best_dev},
+                         {"best_epoch", best_epoch},
+                         {"epochs", at.epoch},
+                         {"steps", at.step},
+                         {"parameters", model.num_parameters()},
+                         {"seconds", run.seconds_since_open()},
+                         {"best_checkpoint", checkpoints.best_path().filename().string()}};
+  summary.update(x.summary);
+  run.write_summary(summary);
+  fmt::print("test (best dev checkpoint, epoch {}): perplexity {:.4f} (released variant {:.4f}), greedy exact match "
+             "{:.4f}\nsummary: {}\n",
+             best_epoch, test.ppl, test.ppl_released, test.exact_match, run.summary_path().string());
+}
+
+void eval(const TransductionExperiment& x, const std::string& run_dir, const std::string& which,
+          const std::string& split) {
+  const std::filesystem::path checkpoint = run_checkpoint_folder(run_dir, which);
+  Generator gen(x.seed);
+  EncoderDecoder model(x.model, gen);
+  model.load_state_dict(load_checkpoint(checkpoint).model);
+  const SplitScore s = score_split(model, split == "dev" ? x.data.dev : x.data.test, x.train.eval_batch_size,
+                                   x.greedy_matches);
+  fmt::print("{} checkpoint {} on the {} split ({} examples): perplexity {:.4f} (released variant {:.4f}), greedy "
+             "exact match {:.4f}\n",
+             which, checkpoint.filename().string(), split, s.examples, s.ppl, s.ppl_released, s.exact_match);
+  write_file_atomically(std::filesystem::path(run_dir) / fmt::format("eval-{}-{}.json", split, which),
+                        nlohmann::json{{"checkpoint", checkpoint.filename().string()}, {"split", split},
+                                       {"examples", s.examples}, {"ppl", s.ppl}, {"ppl_released", s.ppl_released},
+                                       {"exact_match", s.exact_match}, {"loss", s.loss}}
+                            .dump(2));
+}
+
+}  // namespace posgrad::transduction_app

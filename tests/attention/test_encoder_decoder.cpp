@@ -1,0 +1,293 @@
+// The encoder-decoder of the APE transduction tasks (attention/transduction/):
+//   * golden PyTorch files (tools/golden_encoder_decoder.py): 1 + 1 layers in float64, APE post-LN
+//     with scale_grad_by_freq and label smoothing, sinusoidal pre-LN, tree APE post-LN on heap
+//     positions: the encoder output, the logits, the loss, every gradient, 3 AdamW steps;
+//   * APE's maps are computed once per forward for all of the model's attentions;
+//   * the decoder is causal, decoding with the key/value caches gives the states of one decode
+//     over the whole sequence, and greedy decoding with the cache gives the tokens of decoding
+//     the whole prefix again, for every sequence scheme of Table 2(a);
+//   * a tiny model trained a few hundred steps solves COPY by greedy decoding.
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "attention/transduction/encoder_decoder.h"
+#include "attention/transduction/greedy_decoding.h"
+#include "datasets/transduction/sequence_tasks.h"
+#include "nn/adam.h"
+#include "nn/losses.h"
+#include "nn/safetensors.h"
+#include "posgrad.h"
+#include "tests/golden_compare.h"
+
+using namespace posgrad;
+using posgrad::test::expect_close;
+namespace bdata = boost::unit_test::data;
+
+namespace {
+
+// Our parameter name -> the golden file's (the encoder layer's attention is "attn" here, APE's
+// generators sit in the hook's "orthogonal" child).
+std::string golden_name(std::string name) {
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    const auto at = name.find(from);
+    if (at != std::string::npos) name.replace(at, from.size(), to);
+  };
+  if (name.rfind("encoder.layers.", 0) == 0) replace(".attn.", ".self_attention.");
+  replace("positional.orthogonal.generators", "positional.generators");
+  return name;
+}
+
+TransductionBatch golden_batch(const SafetensorsContents& golden) {
+  TransductionBatch b;
+  b.source = golden.at("source");
+  b.source_mask = golden.at("source_mask");
+  b.decoder_input = golden.at("decoder_input");
+  b.decoder_target = golden.at("decoder_target");
+  b.decoder_mask = golden.at("decoder_mask");
+  if (golden.contains("source_heap")) {
+    b.source_heap = golden.at("source_heap");
+    b.decoder_heap = golden.at("decoder_heap");
+  }
+  return b;
+}
+
+EncoderDecoderConfig golden_config(const nlohmann::json& cfg) {
+  EncoderDecoderConfig c;
+  c.vocab = cfg["vocab"];
+  c.width = cfg["width"];
+  c.heads = cfg["heads"];
+  c.ff_width = cfg["ff"];
+  c.encoder_layers = cfg["encoder_layers"];
+  c.decoder_layers = cfg["decoder_layers"];
+  c.dropout = 0;
+  c.attention_dropout = 0;
+  c.pre_norm = cfg["pre_norm"];
+  c.scale_grad_by_freq = cfg["scale_grad_by_freq"];
+  c.path = AttentionPath::Reference;
+  const std::string positional = cfg["positional"];
+  const std::string decay = fmt::format("{}", cfg["decay"].get<double>());
+  if (positional == "sinusoidal") {
+    c.positional = {"sinusoidal", {}};
+  } else if (cfg["structure"] == "tree") {
+    c.positional = {"ape_tree", HookOptions{{"decay", decay}}};
+    c.tree_positions = true;
+  } else {
+    c.positional = {"ape", HookOptions{{"decay", decay}}};
+  }
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(encoder_decoder)
+
+// The tree case (encoder_decoder_ape_tree_postnorm) waits for MultiHeadAttention's causal mask on
+// tree positions: the decoder's self-attention over heap positions is causal in the index order.
+BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make({"ape_postnorm", "sinusoidal_prenorm"}), name) {
+  const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/encoder_decoder_" + name +
+                                       ".safetensors");
+  const auto cfg = nlohmann::json::parse(golden.metadata.at("config"));
+  Generator gen(1);
+  EncoderDecoder model(golden_config(cfg), gen);
+  model.to(kFloat64);
+  StateDict weights;
+  for (const auto& [ours, p] : model.named_parameters()) weights.emplace_back(ours, golden.at("param." + golden_name(ours)));
+  model.load_state_dict(weights, /*strict=*/true);
+  size_t golden_params = 0;
+  for (const auto& [key, t] : golden.tensors) golden_params += key.rfind("param.", 0) == 0;
+  BOOST_TEST(model.named_parameters().size() == golden_params);  // no parameter left out on either side
+
+  const TransductionBatch batch = golden_batch(golden);
+  const double smoothing = cfg["label_smoothing"];
+  const auto loss_of = [&] {
+    return cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Mean, kIgnoreTarget, smoothing);
+  };
+  const Positions source_at = model.source_positions(batch);
+  const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype()));
+  expect_close("encoder_output", model.encode(batch.source, padding, &source_at).value(), golden.at("encoder_output"),
+               1e-10, 1e-8);
+  expect_close("logits", model.forward(batch).value(), golden.at("logits"), 1e-10, 1e-8);
+  Variable loss = loss_of();
+  expect_close("loss", loss.value().reshape({1}), golden.at("loss").reshape({1}), 1e-12, 1e-10);
+  loss.backward();
+  for (const auto& [ours, p] : model.named_parameters()) {
+    BOOST_REQUIRE_MESSAGE(p.grad().defined(), "no gradient for " << ours);
+    expect_close("grad." + ours, p.grad(), golden.at("grad." + golden_name(ours)), 1e-10, 1e-7);
+  }
+  AdamW opt(model.parameters(), {.lr = cfg["lr"], .weight_decay = cfg["weight_decay"]});
+  std::vector<double> losses;
+  for (int step = 0; step < 3; ++step) {
+    opt.zero_grad();
+    Variable l = loss_of();
+    l.backward();
+    opt.step();
+    losses.push_back(l.item());
+  }
+  expect_close("adamw_losses (3 steps)", Tensor::from_vector(losses, {3}), golden.at("adamw_losses"), 1e-10, 1e-9);
+  for (const auto& [ours, p] : model.named_parameters())
+    expect_close("after_adamw." + ours, p.value(), golden.at("after_adamw." + golden_name(ours)), 1e-9, 1e-7);
+}
+
+// APE the paper's way: one table of maps per forward for all of the model's attentions (2 + 2
+// layers: 6 attention calls), one per encode or decode call outside a forward.
+BOOST_AUTO_TEST_CASE(ape_maps_computed_once_per_forward) {
+  EncoderDecoderConfig c;
+  c.vocab = 9;
+  c.width = 16;
+  c.heads = 2;
+  c.ff_width = 32;
+  c.encoder_layers = 2;
+  c.decoder_layers = 2;
+  c.positional = {"ape", {}};
+  Generator gen(4);
+  EncoderDecoder model(c, gen);
+  BOOST_REQUIRE(model.ape_maps() != nullptr);
+  const auto examples = make_sequence_splits(SequenceTask::Reverse, {.vocab_size = 7, .length_mean = 5, .length_stddev = 1},
+                                             {.train = 3, .dev = 1, .test = 1}, 5).train;
+  const TransductionBatch batch = make_transduction_batch(examples, {0, 1, 2});
+  model.forward(batch);
+  BOOST_TEST(model.ape_maps()->tables_computed() == 1);
+  model.forward(batch);
+  BOOST_TEST(model.ape_maps()->tables_computed() == 2);  // a new table per forward (the generators change)
+  greedy_decode(model, batch.source, eq(batch.source_mask, Tensor::zeros({})), Tensor::zeros({3}, kInt64), {.steps = 4});
+  BOOST_TEST(model.ape_maps()->tables_computed() == 2 + 1 + 4);  // the encoder, then each cached step
+}
+
+// The cache changes the cost of a step, never its tokens.
+BOOST_DATA_TEST_CASE(greedy_decoding_with_cache_equals_without,
+                     bdata::make({"ape", "rope", "shaw", "sinusoidal", "learned_absolute", "none"}) *
+                         bdata::make({false, true}),
+                     scheme, pre_norm) {
+  EncoderDecoderConfig c;
+  c.vocab = 9;
+  c.width = 16;
+  c.heads = 2;
+  c.ff_width = 32;
+  c.encoder_layers = 1;
+  c.decoder_layers = 2;
+  c.pre_norm = pre_norm;
+  c.max_positions = 32;
+  c.positional = {scheme, {}};
+  Generator gen(3);
+  EncoderDecoder model(c, gen);
+  model.to(kFloat64);
+  const Tensor source = Tensor::from_vector<int64_t>({1, 5, 2, 7, 3, 0, 4, 4, 6, 1, 0, 0}, {2, 6});
+  const Tensor padding = Tensor::from_vector<float>({0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1}, {2, 6});
+  const Tensor first = Tensor::from_vector<int64_t>({0, 3}, {2});
+  const Tensor cached = greedy_decode(model, source, padding, first, {.steps = 9, .use_cache = true});
+  const Tensor full = greedy_decode(model, source, padding, first, {.steps = 9, .use_cache = false});
+  BOOST_TEST(cached.shape() == (Shape{2, 10}), boost::test_tools::per_element());
+  BOOST_TEST(cached.to_vector<int64_t>() == full.to_vector<int64_t>(), boost::test_tools::per_element());
+  BOOST_TEST(model.is_training());  // the mode is restored
+}
+
+// Learning, end to end: COPY over 6 tokens, words of about 6, solved by greedy decoding after 300
+// AdamW steps of a 1 + 1 layer APE model (each training word seen once).
+BOOST_AUTO_TEST_CASE(tiny_model_learns_copy) {
+  const SequenceTaskSettings task{.vocab_size = 6, .length_mean = 6.0, .length_stddev = 1.0};
+  const TransductionSplits data = make_sequence_splits(SequenceTask::Copy, task, {.train = 9600, .dev = 1, .test = 32}, 7);
+  EncoderDecoderConfig c;
+  c.vocab = task.vocab_size + 2;
+  c.width = 32;
+  c.heads = 2;
+  c.ff_width = 64;
+  c.encoder_layers = 1;
+  c.decoder_layers = 1;
+  c.dropout = 0;
+  c.attention_dropout = 0;
+  c.positional = {"ape", {}};
+  Generator gen(11);
+  EncoderDecoder model(c, gen);
+  AdamW opt(model.parameters(), {.lr = 3e-3, .weight_decay = 0.0});
+  const int64_t batch_size = 32, steps = 300;
+  double last_loss = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    std::vector<int64_t> indices(static_cast<size_t>(batch_size));
+    std::iota(indices.begin(), indices.end(), step * batch_size);  // every word once
+    const TransductionBatch batch = make_transduction_batch(data.train, indices);
+    Variable loss = cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Mean, kIgnoreTarget);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    last_loss = loss.item();
+  }
+  BOOST_TEST_MESSAGE("COPY: training loss after " << steps << " steps " << last_loss);
+  std::vector<int64_t> all(data.test.size());
+  std::iota(all.begin(), all.end(), 0);
+  const TransductionBatch test = make_transduction_batch(data.test, all);
+  const Tensor padding = eq(test.source_mask, Tensor::zeros({}, test.source_mask.dtype()));
+  const Tensor decoded = greedy_decode(model, test.source, padding, Tensor::zeros({test.size()}, kInt64),
+                                       {.steps = test.decoder_input.size(1)});
+  const auto tokens = decoded.to_vector<int64_t>();
+  int64_t solved = 0;
+  for (size_t b = 0; b < data.test.size(); ++b) {
+    const auto& target = data.test[b].target;
+    bool same = true;
+    for (size_t t = 0; t < target.size(); ++t) same = same && tokens[b * static_cast<size_t>(decoded.size(1)) + t] == target[t];
+    solved += same;
+    if (!same) BOOST_TEST_MESSAGE("missed word of length " << target.size());
+  }
+  BOOST_TEST(solved >= 30, "greedy decoding copied " << solved << " of 32 test words exactly");
+}
+
+namespace {
+
+EncoderDecoderConfig small_config(const std::string& scheme, int64_t decoder_layers) {
+  EncoderDecoderConfig c;
+  c.vocab = 9;
+  c.width = 16;
+  c.heads = 2;
+  c.ff_width = 32;
+  c.encoder_layers = 1;
+  c.decoder_layers = decoder_layers;
+  c.max_positions = 32;
+  c.positional = {scheme, {}};
+  return c;
+}
+
+}  // namespace
+
+// The decoder is causal: its states for the first t tokens do not depend on the tokens after them.
+BOOST_DATA_TEST_CASE(decoder_prefix_states_equal_full_states,
+                     bdata::make({"ape", "rope", "shaw", "sinusoidal", "learned_absolute", "none"}), scheme) {
+  Generator gen(3);
+  EncoderDecoder model(small_config(scheme, 2), gen);
+  model.to(kFloat64);
+  model.eval();
+  const Tensor source = Tensor::from_vector<int64_t>({1, 5, 2, 7, 3, 6, 4, 4, 6, 1, 2, 3}, {1, 12});
+  const Tensor padding = Tensor::zeros({1, 12});
+  const Tensor tokens = Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3}, {1, 11});
+  const Variable memory = model.encode(source, padding);
+  const Tensor full = model.decode(tokens, memory, padding).value();
+  for (int64_t t : {1, 2, 5, 11}) {
+    const Tensor part = model.decode(tokens.narrow(1, 0, t).contiguous(), memory, padding).value();
+    expect_close(fmt::format("{} prefix {}", scheme, t), part, full.narrow(1, 0, t).contiguous(), 1e-10, 1e-8);
+  }
+}
+
+// Decoding one token at a time with the key/value caches gives the states of one decode over the
+// whole sequence (the tokens of greedy decoding follow from these states).
+BOOST_DATA_TEST_CASE(cached_decoder_states_equal_full_decode,
+                     bdata::make({"ape", "rope", "shaw", "sinusoidal", "learned_absolute", "none"}), scheme) {
+  Generator gen(3);
+  EncoderDecoder model(small_config(scheme, 2), gen);
+  model.to(kFloat64);
+  model.eval();
+  const Tensor source = Tensor::from_vector<int64_t>({1, 5, 2, 7, 3, 6, 4, 4, 6, 1, 2, 3, 2, 2, 2, 2}, {2, 8});
+  const Tensor padding = Tensor::from_vector<float>({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1}, {2, 8});
+  const Tensor tokens = Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4}, {2, 6});
+  const Variable memory = model.encode(source, padding);
+  const Tensor full = model.decode(tokens, memory, padding).value();
+  std::vector<KeyValueCache> caches(2);
+  for (int64_t t = 0; t < 6; ++t) {
+    const Tensor one = model.decode(tokens.narrow(1, t, 1).contiguous(), memory, padding, nullptr, nullptr, &caches).value();
+    expect_close(fmt::format("{} step {}", scheme, t), one, full.narrow(1, t, 1).contiguous(), 1e-10, 1e-8);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
