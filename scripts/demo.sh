@@ -9,4 +9,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh --deps demo --dir build-demo --target count24 -C cmake/demo_build.cmake
-./build-demo/bin/count24 --out runs/count24/demo --overwrite "$@"
+# Idle OpenMP threads sleep instead of spinning (unless the caller chose): on 2 busy cores the
+# spinning made the run 143 s instead of 6 (docs/design.md).
+OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} ./build-demo/bin/count24 --out runs/count24/demo --overwrite "$@"
