@@ -76,7 +76,7 @@ NOT_RUN=(
 )
 
 # Settings appended to a program's documented training command so that it runs in seconds (not
-# to its eval/sample jobs, --resume or --help).
+# to its eval/sample/decode jobs, --resume or --help).
 declare -A QUICK_ARGS=(
   [count24]="-Dtrain.steps=300"
   [posattn]="-Ddata.small_dataset=200 -Dtrain.max_steps=2"
@@ -172,7 +172,7 @@ run_command() {
   local quick=""
   [[ ${POSGRAD_DOCS_AS_WRITTEN:-0} == 1 ]] || quick=${QUICK_ARGS[$program]-}
   # Jobs that train nothing take no training settings (and --resume refuses any).
-  [[ " $cmd " =~ [[:space:]](eval|sample|figures|--resume|--help|--table-only|--dry-run)[[:space:]] ]] && quick=""
+  [[ " $cmd " =~ [[:space:]](eval|sample|decode|figures|--resume|--help|--table-only|--dry-run)[[:space:]] ]] && quick=""
   local start=$SECONDS
   if (cd "$run_dir" && timeout 900 bash -c "$cmd $quick") > "$log" 2>&1; then
     echo "ran  $where: $cmd${quick:+   [+ $quick]} ($((SECONDS - start)) s)"
