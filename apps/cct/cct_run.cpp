@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "apps/cct/cct_data.h"
+#include "apps/common/mask_generators.h"
 #include "apps/common/data_parallel.h"
 #include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
@@ -53,16 +54,6 @@ Evaluation evaluate(CctModel& model, std::shared_ptr<const Dataset> raw, int64_t
   return e;
 }
 
-// The generators of every Dropout and DropPath (each owns one), saved with each checkpoint.
-std::vector<std::pair<std::string, Generator*>> mask_generators(CctModel& model) {
-  std::vector<std::pair<std::string, Generator*>> out;
-  for (const auto& [name, module] : model.named_modules()) {
-    auto* m = const_cast<Module*>(module);
-    if (auto* d = dynamic_cast<Dropout*>(m)) out.emplace_back(name, &d->generator());
-    if (auto* d = dynamic_cast<DropPath*>(m)) out.emplace_back(name, &d->generator());
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -108,14 +99,11 @@ void train(const CctSettings& c, const Settings& settings, const TrainRequest& r
     test_at_best_val = at.extra.value("test_at_best_val", 0.0);
     best_val_epoch = at.extra.value("best_val_epoch", int64_t{0});
     test_accs = at.extra.value("test_accs", std::vector<double>{});
-    const nlohmann::json states = at.extra.value("mask_generators", nlohmann::json::object());
-    for (auto& [name, g] : generators)
-      if (states.contains(name)) g->set_state(states[name][0].get<uint64_t>(), states[name][1].get<uint64_t>());
+    restore_mask_generator_states(at.extra.value("mask_generators", nlohmann::json::object()), generators);
   }
   const auto save = [&](const TrainingPosition& where) {
     TrainingPosition p = where;
-    nlohmann::json states = nlohmann::json::object();
-    for (auto& [name, g] : generators) states[name] = {g->seed(), g->offset()};
+    const nlohmann::json states = mask_generator_states(generators);
     p.extra = {{"loss_sum", loss_sum},         {"loss_batches", loss_batches},   {"train_seconds", train_seconds},
                {"best_val", best_val},         {"test_at_best_val", test_at_best_val},
                {"best_val_epoch", best_val_epoch}, {"test_accs", test_accs},     {"mask_generators", states}};

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "apps/common/mask_generators.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/progress.h"
 #include "apps/common/run_checkpoints.h"
@@ -30,13 +31,6 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
   return randperm(n, gen).to_vector<int64_t>();
 }
 
-// The generators of every Dropout (each owns one), saved with each checkpoint.
-std::vector<std::pair<std::string, Generator*>> mask_generators(EncoderDecoder& model) {
-  std::vector<std::pair<std::string, Generator*>> out;
-  for (const auto& [name, module] : model.named_modules())
-    if (auto* d = dynamic_cast<Dropout*>(const_cast<Module*>(module))) out.emplace_back(name, &d->generator());
-  return out;
-}
 
 }  // namespace
 
@@ -118,14 +112,11 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
     loss_batches = at.extra.value("loss_batches", int64_t{0});
     best_dev = at.extra.value("best_dev", static_cast<double>(INFINITY));
     best_epoch = at.extra.value("best_epoch", int64_t{0});
-    const nlohmann::json states = at.extra.value("mask_generators", nlohmann::json::object());
-    for (auto& [name, g] : generators)
-      if (states.contains(name)) g->set_state(states[name][0].get<uint64_t>(), states[name][1].get<uint64_t>());
+    restore_mask_generator_states(at.extra.value("mask_generators", nlohmann::json::object()), generators);
   }
   const auto save = [&](const TrainingPosition& where) {
     TrainingPosition p = where;
-    nlohmann::json states = nlohmann::json::object();
-    for (auto& [name, g] : generators) states[name] = {g->seed(), g->offset()};
+    const nlohmann::json states = mask_generator_states(generators);
     p.extra = {{"loss_sum", loss_sum}, {"loss_batches", loss_batches}, {"best_dev", best_dev},
                {"best_epoch", best_epoch}, {"mask_generators", states}};
     checkpoints.save(p);
