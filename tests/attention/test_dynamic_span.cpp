@@ -3,7 +3,7 @@
 // computed supports, and keys beyond them really left unread), gradcheck (the layer: x, v, b and
 // the projections; the ops: q, k, v and the row table, on both paths), the fused path against
 // the reference (every gradient, float64) in self-attention and over a memory as charlm's
-// layers attend, the span loss and its gradient, the PyTorch golden files of
+// layers attend, cached token-by-token decoding against one causal forward, the span loss and its gradient, the PyTorch golden files of
 // tools/golden_dynamic_span.py, and the errors.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -279,6 +279,32 @@ BOOST_AUTO_TEST_CASE(fused_matches_reference_in_self_attention_and_over_a_memory
     check_runs_agree(mha, ref, fast, 1e-12, "over a memory");
     // The memory is read: the first query of the segment sees keys of the memory.
     BOOST_TEST(max_abs_diff(mha.last_probs().narrow(3, 0, M), Tensor::zeros({2, H, Nq, M}, kFloat64)) > 1e-3);
+  }
+}
+
+// Generation as charlm samples: token by token (then two at once) with a KeyValueCache, each new
+// token's span from its own input, computes what one causal forward computes, on both paths.
+BOOST_AUTO_TEST_CASE(cached_decoding_equals_one_causal_forward) {
+  Generator gen(29);
+  const int64_t B = 2, N = 9, D = 8, H = 2;
+  auto span = make_span({{"max_span", "6"}, {"ramp", "1.5"}}, D, H, N);
+  set_parameters(*span, 0.8, {-1.0, 0.5}, 30);
+  MultiHeadAttention mha(D, H, gen, {span});
+  mha.to(kFloat64);
+  const Tensor x = normal({B, N, D}, 0, 1, gen, kFloat64);
+  for (const AttentionPath path : {AttentionPath::Reference, AttentionPath::Fused}) {
+    mha.set_path(path);
+    const Tensor full = mha.forward(Variable(x), AttentionMasks{.causal = true}).value();
+    KeyValueCache cache;
+    std::vector<Tensor> steps;
+    for (int64_t start = 0; start < N;) {
+      const int64_t count = start < 6 ? 1 : std::min<int64_t>(2, N - start);
+      const Variable xs(x.narrow(1, start, count).contiguous());
+      steps.push_back(mha.forward(xs, xs, AttentionContext{.causal = true, .cache = &cache}).value());
+      start += count;
+    }
+    posgrad::test::expect_close(fmt::format("cached decoding, {} path", attention_path_name(path)), cat(steps, 1), full,
+                                1e-12, 1e-10);
   }
 }
 
