@@ -20,6 +20,9 @@
 //     B  add_block_to_keys, per block: dk, dv and the query table's gradient from those buffers,
 //        one pass over the union of the block's runs (each row read and written once a block);
 //     C  sum_into_targets, per call: the per-thread table gradients summed.
+// With a mask per query row (row_prob_mask), each query's runs are first cut to its row's support
+// (row_runs), in the forward and in the backward alike, and the mask is read at the run's window
+// columns (run_mask); its gradient rows are written in place (one (batch, head) per thread).
 // Every loop over keys is written once, in vectors of keys (Lanes), for any head width Dh; the
 // thesis's Dh = 8 is compiled as a constant (with_head_width: unrolled d loops, per-d values in
 // registers), the other widths run the same code with Dh read at run time.
