@@ -2,11 +2,12 @@
 // hook is a Module (it may own parameters) and overrides only the places where it acts; the
 // defaults do nothing. An attention layer asks every hook, in this order, for one forward:
 //
+//   set_query_inputs(xq)       see the layer's query inputs                   dynamic span
 //   rotate(q, k)               transform queries and keys independently       RoPE, APE
 //   key_range()                offset box a query may see (intersected)       Gaussian span threshold, adaptive span
 //   attention_terms()          score terms, modulations and the probability   Transformer-XL, SIREN, Shaw, ALiBi,
 //                              mask, as small tables over the relative grid   T5, Gaussian span, APE decay,
-//                              (attention_terms.h)                            adaptive span
+//                              (attention_terms.h) or per query row           adaptive span, dynamic span
 //
 // The tables are the only way a hook contributes to the scores or the probabilities: the dense
 // reference (reference_attention.h) and the fused op (fused/fused_attention.h) both read them, so
@@ -37,6 +38,9 @@ namespace posgrad {
 
 class AttentionHook : public Module {
  public:
+  // The layer's query inputs xq [B, Nq, D] (before the projections), given before the other calls
+  // of a forward: for hooks whose terms depend on the query tokens (the dynamic span).
+  virtual void set_query_inputs(const Variable& queries_from) { (void)queries_from; }
   virtual void rotate(Variable& q, Variable& k, const PositionPair& positions) { (void)q, (void)k, (void)positions; }
   virtual std::optional<OffsetBox> key_range(const PositionPair& positions) const { (void)positions; return std::nullopt; }
   // What this hook adds to the scores and probabilities at `positions`, in `dtype`; the default

@@ -45,6 +45,10 @@ void merge_terms(AttentionTerms& all, const AttentionTerms& part, const std::str
              kind.role, kind.name);
     }
   }
+  if (all.prob_mask.defined() && all.row_prob_mask.defined())
+    fail("attention: hooks '{}' and '{}' both mask probabilities (tables prob_mask and row_prob_mask); only one "
+         "hook may (two renormalisations in a row are not one mask)",
+         all.table_owner["prob_mask"], all.table_owner["row_prob_mask"]);
   if (part.dense_modulation.defined()) {
     all.dense_modulation =
         all.dense_modulation.defined() ? mul(all.dense_modulation, part.dense_modulation) : part.dense_modulation;

@@ -10,6 +10,14 @@
 //   logit(i, j)      = modulation[h, r] * (content + positional_modulation[h, r] * positional)
 //   p                = softmax over the keys in the key box (key_range(), causal) and not padded
 //   p                = p * prob_mask[h, r] / (sum_j p * prob_mask[h, r] + 1e-8)
+//   p                = p * row_prob_mask[b, h, i, c] / (sum_j p * row_prob_mask + 1e-8 sum_{j in support} p)
+//
+// row_prob_mask is the one table per query row (batch row b, head h, query i) instead of per
+// relative entry: a window of W columns over the keys at offsets (key - query) -(W-1) .. 0 on a
+// 1-D sequence, column c = W - 1 + key - query (offsets outside the window read 0). A row's
+// softmax runs only over its support, the keys from its first to its last non-zero column (the
+// others weigh 0 anyway; the dynamic span's per-token trimming): both paths leave the others out
+// of the renormaliser's epsilon term too, and the fused path never visits them.
 //
 // Every member is optional (undefined = the term is absent, a modulation or mask of 1). Tables
 // are [H, R] (or [R], shared by the heads), query_table [H, R, Dh], key_bias [H, Dh]; they are
@@ -52,6 +60,7 @@ struct AttentionTerms {
   Variable modulation;             // [H, R] | [R]: multiplies all logits
   Variable positional_modulation;  // [H, R] | [R]: multiplies only the positional logits
   Variable prob_mask;              // [H, R] | [R]: post-softmax mask with renormalisation
+  Variable row_prob_mask;          // [B, H, Nq, W]: the same per query row over a window of offsets
   // The escape hatch (reference only): multiplies all logits, broadcastable to [B, H, Nq, N].
   Tensor dense_modulation;
   std::string dense_modulation_owner;  // the hook that set it, for the fused path's error
@@ -75,6 +84,7 @@ enum class TableShape {
   HeadVector,    // [H, Dh]: per head, over the head's dims (not a table over the relative grid)
   Entries,       // [H, R] | [R]: a value per relative entry
   EntryVectors,  // [H, R, Dh]: a vector per relative entry
+  RowWindow,     // [B, H, Nq, W]: a value per query row and offset -(W-1) .. 0 (1-D sequences)
 };
 // How the tables of several hooks combine.
 enum class TableMerge { Add, Multiply, OneHook };
@@ -91,6 +101,10 @@ struct DenseScores {
   Variable probs;       // softmax over the keys a query sees
   // table [H, R] | [R] at each pair's relative entry (broadcastable to [B, H, Nq, N]).
   Variable at_pairs(const Variable& table) const;
+  // A RowWindow table [B, H, Nq, W] at each pair (0 outside the window) [B, H, Nq, N], and its
+  // rows' supports (1 from the first to the last non-zero column, else 0; no gradient).
+  Variable at_rows(const Variable& table) const;
+  Tensor row_supports(const Tensor& table) const;
   // q_i . table[h, rel(i, j)] for a table [H, R, Dh].
   Variable query_dots(const Variable& table) const;
   // table[h] . k_j for a table [H, Dh] ([B, H, 1, N]).
@@ -137,6 +151,18 @@ inline constexpr TableKind kTableKinds[] = {
      [](DenseScores& s, const Variable& t) {
        const Variable masked = s.probs * s.at_pairs(t);
        s.probs = masked / (sum(masked, {-1}, true) + 1e-8);
+     }},
+    {"row_prob_mask", &AttentionTerms::row_prob_mask, TableShape::RowWindow, TableMerge::OneHook,
+     TableStage::Probabilities, "mask probabilities per query row (one row mask per layer)",
+     [](DenseScores& s, const Variable& t) {
+       // p = e / Z over all keys; the masked softmax over the support alone is
+       // e m / (sum e m + 1e-8 sum_support e) = p m / (sum p m + 1e-8 sum_support p). A row
+       // whose support holds no key gets a denominator of 1 instead of 0: its output is 0.
+       const Variable support(s.row_supports(t.value()));  // also: no gradient outside it, as the fused op
+       const Variable masked = s.probs * (s.at_rows(t) * support);
+       const Variable in_support = s.probs * support;
+       const Variable denominator = sum(masked, {-1}, true) + sum(in_support, {-1}, true) * 1e-8;
+       s.probs = masked / masked_fill(denominator, eq(denominator.value(), Tensor::zeros_like(denominator.value())), 1.0);
      }},
 };
 inline constexpr size_t kTableKindCount = std::size(kTableKinds);

@@ -17,6 +17,7 @@
 #include "attention/spans/adaptive_span.h"
 #include "attention/schemes/siren_relative.h"
 #include "attention/schemes/transformer_xl.h"
+#include "attention/spans/dynamic_span.h"
 #include "attention/spans/gaussian_span.h"
 
 namespace posgrad {
@@ -34,6 +35,7 @@ void register_builtin_hooks(const std::function<void(const std::string&, HookFac
   register_hook("shaw", make_shaw_relative, "Shaw relative logits q . r[clip(j - i)]");
   register_hook("alibi", make_alibi, "ALiBi linear distance penalty with geometric head slopes");
   register_hook("adaptive_span", make_adaptive_span, "adaptive attention span: learned soft causal span per head");
+  register_hook("dynamic_span", make_dynamic_span, "dynamic attention span: a soft causal span per query token, S sigmoid(v . x_t + b)");
   register_hook("siren", make_siren_relative, "posattn implicit relative encoding: SIREN on the n-D relative grid, Formula 1 with u, v");
   register_hook("txl_baseline", make_txl_baseline, "posattn baseline: interleaved sinusoids of indices 0..2N-2 + Linear with bias (1-D)");
   register_hook("transformer_xl", make_transformer_xl, "Transformer-XL relative attention: sinusoid of i - j, W_kR, u, v (1-D)");

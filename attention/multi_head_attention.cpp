@@ -88,6 +88,7 @@ Variable MultiHeadAttention::forward(const Variable& queries_from, const Variabl
       fail("MultiHeadAttention: queries and keys must come from [B, N, {}] inputs of one batch, got {} and {}", width_,
            queries_from.value().describe(), keys_from.value().describe());
   const int64_t B = queries_from.size(0), Nq = queries_from.size(1), Nk = keys_from.size(1);
+  for (const auto& hook : hooks_) hook->set_query_inputs(queries_from);
   Variable q = split_heads(q_proj_->forward(queries_from));
   Variable k = split_heads(k_proj_->forward(keys_from));
   Variable v = split_heads(v_proj_->forward(keys_from));

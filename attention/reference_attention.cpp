@@ -49,6 +49,57 @@ Variable DenseScores::at_pairs(const Variable& table) const {
   return pair_table(table, inputs->rel, inputs->q.size(2), inputs->k.size(2));
 }
 
+// The window column c = W - 1 + (key - query) of every pair [Nq * N] (1-D), W where the pair lies
+// outside the window.
+static std::vector<int64_t> window_columns(const DenseScores::Inputs& in, int64_t W);
+
+Variable DenseScores::at_rows(const Variable& table) const {
+  const Variable& q = inputs->q;
+  const int64_t B = q.size(0), H = q.size(1), Nq = q.size(2), N = inputs->k.size(2);
+  if (table.dim() != 4 || table.size(0) != B || table.size(1) != H || table.size(2) != Nq)
+    fail("attention: row_prob_mask must be [B, H, Nq, W] = [{}, {}, {}, W], got {}", B, H, Nq,
+         table.value().describe());
+  const int64_t W = table.size(3);
+  std::vector<int64_t> flat = window_columns(*inputs, W);
+  for (int64_t i = 0; i < Nq; ++i)
+    for (int64_t j = 0; j < N; ++j) flat[static_cast<size_t>(i * N + j)] += i * (W + 1);
+  const Variable zero(Tensor::zeros({B, H, Nq, 1}, table.dtype()).to(table.value().device()));
+  const Variable padded = reshape(cat({table, zero}, 3), {B, H, Nq * (W + 1)});  // column W reads 0
+  const Tensor index = Tensor::from_vector(flat, {Nq * N}).to(q.value().device());
+  return reshape(index_select(padded, 2, index), {B, H, Nq, N});
+}
+
+Tensor DenseScores::row_supports(const Tensor& table) const {
+  const int64_t B = table.size(0), H = table.size(1), Nq = table.size(2), W = table.size(3), N = inputs->k.size(2);
+  const std::vector<double> values = table.to(kCPU).to_vector<double>();
+  const std::vector<int64_t> columns = window_columns(*inputs, W);
+  std::vector<double> support(static_cast<size_t>(B * H * Nq * N), 0.0);
+  for (int64_t row = 0; row < B * H * Nq; ++row) {
+    const double* m = values.data() + row * W;
+    int64_t first = 0, last = W - 1;
+    while (first < W && m[first] == 0.0) ++first;
+    while (last >= first && m[last] == 0.0) --last;
+    const int64_t i = row % Nq;
+    for (int64_t j = 0; j < N; ++j) {
+      const int64_t c = columns[static_cast<size_t>(i * N + j)];
+      support[static_cast<size_t>(row * N + j)] = c >= first && c <= last ? 1.0 : 0.0;
+    }
+  }
+  return Tensor::from_vector(support, {B, H, Nq, N}).to(table.dtype()).to(table.device());
+}
+
+static std::vector<int64_t> window_columns(const DenseScores::Inputs& in, int64_t W) {
+  if (in.positions.is_tree() || in.positions.dims() != 1)
+    fail("attention: a row mask (row_prob_mask) needs 1-D sequence positions, got {}", in.positions.describe());
+  std::vector<int64_t> columns = in.rel.to(kCPU).to_vector<int64_t>();  // relative entry of key - query
+  const int64_t lo = in.positions.relative_lo()[0];
+  for (int64_t& c : columns) {
+    c = W - 1 + c + lo;
+    if (c < 0 || c >= W) c = W;
+  }
+  return columns;
+}
+
 Variable DenseScores::query_dots(const Variable& table) const {
   const Variable& q = inputs->q;
   const int64_t B = q.size(0), H = q.size(1), Nq = q.size(2), N = inputs->k.size(2), R = table.size(1);

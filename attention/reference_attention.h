@@ -9,6 +9,7 @@
 //   logits     = modulation * (content + positional_modulation * positional) * dense_modulation
 //   blocked    = outside the key box, or a padded key  -> -inf; softmax (a row with no key gives 0)
 //   p          = p * prob_mask / (sum p * prob_mask + 1e-8)
+//                (or per query row: p * row_prob_mask / (sum p * row_prob_mask + 1e-8 sum_support p))
 //   p          = dropout(p)                     (training only, when asked: the fused op has none)
 //   out        = p v                                                         [B, H, Nq, Dh]
 //

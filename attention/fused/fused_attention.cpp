@@ -21,7 +21,8 @@ using fused_detail::RowGeometry;
 using KernelTables = std::array<Variable, kTableKindCount>;
 
 // A hook's table of kind `kind` -> the kernels' layout, or an Error naming the shape it must have.
-Variable kernel_table(const TableKind& kind, const Variable& t, int64_t H, int64_t R, int64_t Dh, DType dtype) {
+Variable kernel_table(const TableKind& kind, const Variable& t, const Problem& P, DType dtype) {
+  const int64_t H = P.H, R = P.R, Dh = P.Dh;
   if (!t.value().device().is_cpu())
     fail("fused attention: table {} must be on the CPU, got {}", kind.name, t.value().describe());
   if (t.dtype() != dtype)
@@ -38,14 +39,25 @@ Variable kernel_table(const TableKind& kind, const Variable& t, int64_t H, int64
     case TableShape::EntryVectors:  // [H, R, Dh] -> [H, Dh, R]
       if (t.dim() == 3 && t.size(0) == H && t.size(1) == R && t.size(2) == Dh) return contiguous(transpose(t, 1, 2));
       fail("fused attention: {} must be [H, R, Dh] = [{}, {}, {}], got {}", kind.name, H, R, Dh, t.value().describe());
+    case TableShape::RowWindow:  // [B, H, Nq, W], one row per query
+      if (t.dim() == 4 && t.size(0) == P.B && t.size(1) == H && t.size(2) == P.Nq && t.size(3) >= 1) return contiguous(t);
+      fail("fused attention: {} must be [B, H, Nq, W] = [{}, {}, {}, W], got {}", kind.name, P.B, H, P.Nq,
+           t.value().describe());
   }
   return t;
 }
 
-KernelTables kernel_tables(const AttentionTerms& terms, int64_t H, int64_t R, int64_t Dh, DType dtype) {
+// Also sets P.W from a row window table (and checks its positions: 1-D sequences only).
+KernelTables kernel_tables(const AttentionTerms& terms, Problem& P, const PositionPair& positions, DType dtype) {
   KernelTables kt;
   for (size_t i = 0; i < kTableKindCount; ++i)
-    if (const Variable& t = terms.*kTableKinds[i].member; t.defined()) kt[i] = kernel_table(kTableKinds[i], t, H, R, Dh, dtype);
+    if (const Variable& t = terms.*kTableKinds[i].member; t.defined()) {
+      kt[i] = kernel_table(kTableKinds[i], t, P, dtype);
+      if (kTableKinds[i].shape != TableShape::RowWindow) continue;
+      if (positions.is_tree() || positions.dims() != 1)
+        fail("fused attention: table {} needs 1-D sequence positions, got {}", kTableKinds[i].name, positions.describe());
+      P.W = t.size(3);
+    }
   return kt;
 }
 
@@ -134,9 +146,8 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
                          const AttentionSpec& spec) {
   check_qkv(q, k, v);
   if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
-  const int64_t H = q.size(1), Dh = q.size(3);
-  const Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
-  KernelTables kt = kernel_tables(terms, H, setup.problem.R, Dh, q.dtype());
+  Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
+  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype());
 
   std::vector<Variable> inputs{q, k, v};
   std::vector<Tensor> table_values;  // in KernelTables order, undefined where absent
@@ -181,8 +192,8 @@ Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, 
   NoGradGuard no_grad;
   check_qkv(Variable(q), Variable(k), Variable(v));
   if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
-  const Setup setup = make_setup(q, k, spec, terms.uses_relative_tables());
-  KernelTables kt = kernel_tables(terms, q.size(1), setup.problem.R, q.size(3), q.dtype());
+  Setup setup = make_setup(q, k, spec, terms.uses_relative_tables());
+  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype());
   std::vector<Tensor> table_values;
   for (const Variable& t : kt) table_values.push_back(t.defined() ? t.value().contiguous() : Tensor());
   Tensor lse, probs;

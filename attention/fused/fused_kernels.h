@@ -7,6 +7,11 @@
 //   out_i            = sum_j e M[h, r] v_j / (sum_j e M[h, r] + 1e-8 sum_j e)   (mask M)
 //                    = sum_j e v_j / sum_j e                                     (no mask)
 //
+// or, with a mask per query row instead (row_prob_mask, 1-D sequences: M[b, h, i, c] over the
+// window columns c = W - 1 + j - i), the same over the row's support only: the keys from its first
+// to its last non-zero column (row_support, clip_to_support). The other keys weigh 0; the kernels
+// skip them, so a query costs its own span, not the layer's longest.
+//
 // over only the keys inside the key box of query i. Keys are visited in segments: runs of
 // consecutive keys along the last grid dim, which are also consecutive entries of the relative
 // grid, so every table is read with unit stride and the inner loops vectorise over keys (k and
@@ -71,6 +76,8 @@ struct Problem {
   // Tables per head: 1, or S_last with column tables (the table of head h and last coordinate x
   // is "head" h * table_columns + x of the [H * table_columns, ...] tables; R is then a S_last).
   int64_t table_columns = 1;
+  // Columns W of the row window table (row_prob_mask [B, H, Nq, W]); 0 without one.
+  int64_t W = 0;
 };
 
 // The tables of one call, one pointer per kind of kTableKinds (attention_terms.h; null = absent),
@@ -104,8 +111,33 @@ inline KernelTableLayout kernel_table_layout(TableShape shape, int64_t Dh, int64
     case TableShape::HeadVector: return {false, 1, Dh};
     case TableShape::Entries: return {true, 1, R};
     case TableShape::EntryVectors: return {true, Dh, R};
+    case TableShape::RowWindow: return {false, 0, 0};  // per (batch, head) [Nq, W]: not per head
   }
   return {};
+}
+
+// The support of one row of a row window table [W]: its columns from the first to the last
+// non-zero value (first > last when the row is all zero).
+struct RowSupport {
+  int64_t first, last;
+};
+template <typename T>
+RowSupport row_support(const T* row, int64_t W) {
+  RowSupport s{0, W - 1};
+  while (s.first < W && row[s.first] == T(0)) ++s.first;
+  while (s.last >= s.first && row[s.last] == T(0)) --s.last;
+  return s;
+}
+
+// A run of keys j0 .. j0+len-1 (relative entries from r0) of a query at coordinate `query` (1-D,
+// the keys' frame), cut to the keys of its row support (column c is key query - (W - 1) + c);
+// len becomes 0 when none is left.
+inline void clip_to_support(int64_t& j0, int64_t& r0, int64_t& len, int64_t query, int64_t W, RowSupport s) {
+  const int64_t first_key = query - (W - 1) + s.first, last_key = query - (W - 1) + s.last;
+  const int64_t begin = j0 > first_key ? j0 : first_key, end = j0 + len - 1 < last_key ? j0 + len - 1 : last_key;
+  r0 += begin - j0;
+  j0 = begin;
+  len = end >= begin ? end - begin + 1 : 0;
 }
 
 // q [B, H, Nq, Dh], k, v [B, H, N, Dh] contiguous -> out [B, H, Nq, Dh], lse [B, H, Nq] (+inf for

@@ -20,6 +20,9 @@
 //     B  add_block_to_keys, per block: dk, dv and the query table's gradient from those buffers,
 //        one pass over the union of the block's runs (each row read and written once a block);
 //     C  sum_into_targets, per call: the per-thread table gradients summed.
+// With a mask per query row (row_prob_mask), each query's runs are first cut to its row's support
+// (row_runs), in the forward and in the backward alike, and the mask is read at the run's window
+// columns (run_mask); its gradient rows are written in place (one (batch, head) per thread).
 // Every loop over keys is written once, in vectors of keys (Lanes), for any head width Dh; the
 // thesis's Dh = 8 is compiled as a constant (with_head_width: unrolled d loops, per-d values in
 // registers), the other widths run the same code with Dh read at run time.
@@ -61,8 +64,8 @@ constexpr double kMaskEpsilon = 1e-8;  // the reference pipeline's renormalisati
 // The kinds of table the formula below reads (kTableKinds, attention_terms.h).
 constexpr size_t kKeyBias = table_kind("key_bias"), kQueryTable = table_kind("query_table"), kBias = table_kind("bias"),
                  kModulation = table_kind("modulation"), kPositionalModulation = table_kind("positional_modulation"),
-                 kProbMask = table_kind("prob_mask");
-static_assert(kTableKindCount == 6, "a new kind of table needs its formula here: segment_logits and run_gradients");
+                 kProbMask = table_kind("prob_mask"), kRowProbMask = table_kind("row_prob_mask");
+static_assert(kTableKindCount == 7, "a new kind of table needs its formula here: segment_logits and run_gradients");
 
 // exp for the row softmax (Lanes<T>::exp). float: a branch-free Cody-Waite reduction and a
 // degree-6 polynomial (relative error about 2e-7, inside float32's own rounding of the inputs) in
@@ -374,6 +377,8 @@ struct Head {
   // This head's rows of each kind of table (kernel_table_layout: [Dh], [R] or [Dh, R]); an absent
   // table is null when it adds to the logits, ones when it multiplies or masks.
   std::array<const T*, kTableKindCount> table;
+  // row_prob_mask: this (batch, head)'s rows [Nq, W], or null (not in `table`: it is per row).
+  const T* row_mask;
   const T* offset;  // [R] added to s (0 or -inf), or null
   const uint8_t* padded;  // [N] or null
 };
@@ -427,6 +432,8 @@ struct Prepared {
       if (table) hd.table[kind] = table + (layout.relative ? th : h) * layout.rows * layout.entries;
       else hd.table[kind] = kTableKinds[kind].merge == TableMerge::Add ? nullptr : one;
     }
+    hd.table[kRowProbMask] = nullptr;
+    hd.row_mask = tables.of[kRowProbMask] ? tables.of[kRowProbMask] + bh * P.Nq * P.W : nullptr;
     hd.offset = tables.logit_offset ? tables.logit_offset + th * R : nullptr;
     hd.padded = P.padded ? P.padded + b * N : nullptr;
     return hd;
@@ -476,6 +483,7 @@ void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T
 // per term.
 template <typename T>
 struct RunTerms {
+  const T* mask;  // M over the run (the prob_mask entries or the row mask's columns)
   T* pm;        // e M: dv_j's weight of dout_i
   T* dc;        // d loss / d content
   T* dp;        // d loss / d positional
@@ -496,7 +504,7 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
   const T* vt = hd.vt + g.j0;
   const T* mod = hd.table[kModulation] + g.r0;
   const T* modpos = hd.table[kPositionalModulation] + g.r0;
-  const T* mask = hd.table[kProbMask] + g.r0;
+  const T* mask = out.mask;
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
     V dov = Lanes<T>::splat(T(0));  // dout_i . v_j
@@ -551,6 +559,34 @@ class QuerySegments {
   std::vector<int64_t> keys_;   // [Nq]
 };
 
+// Query i's runs as the kernels visit them: its listed runs, or, with a row mask (row_prob_mask;
+// `row` = the query's row [W]), those runs cut to the row's support (clip_to_support), kept in
+// `clipped`. Returns the keys they cover.
+template <typename T>
+int64_t row_runs(const Problem& P, const QuerySegments& segments, int64_t i, const T* row,
+                 std::vector<Segment>& clipped, std::span<const Segment>& runs) {
+  runs = segments.of(i);
+  if (!row) return segments.keys(i);
+  const RowSupport support = row_support(row, P.W);
+  const int64_t query = P.geometry.query_first[0] + i;
+  clipped.clear();
+  int64_t keys = 0;
+  for (Segment g : runs) {
+    clip_to_support(g.j0, g.r0, g.len, query, P.W, support);
+    if (g.len > 0) clipped.push_back(g), keys += g.len;
+  }
+  runs = clipped;
+  return keys;
+}
+
+// The mask values of run g of query i: the head's prob_mask at the run's entries, or the query's
+// row of the row mask at the run's keys (their window columns).
+template <typename T>
+const T* run_mask(const Head<T>& hd, const Problem& P, int64_t i, const Segment& g) {
+  if (!hd.row_mask) return hd.table[kProbMask] + g.r0;
+  return hd.row_mask + i * P.W + (g.j0 - (P.geometry.query_first[0] + i) + P.W - 1);
+}
+
 template <typename T>
 struct Scratch {
   std::vector<T> s, c, p, e, qs, acc;
@@ -573,7 +609,7 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
                         T* lse, T* dense_probs) {
   const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, Dh = P.Dh;
   const Prepared<T> prep(P, tables, k, v);
-  const bool masked = tables.of[kProbMask] != nullptr;
+  const bool masked = tables.of[kProbMask] != nullptr || tables.of[kRowProbMask] != nullptr;
   const int64_t row_keys = max_row_keys(P.geometry);
   constexpr int64_t kChunk = 32;  // queries per work item
   const int64_t chunks = (Nq + kChunk - 1) / kChunk, items = BH * chunks;
@@ -581,6 +617,7 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
 #pragma omp parallel if (items > 1 && thread_count() > 1)
   {
     Scratch<T> sc(row_keys, Dh);
+    std::vector<Segment> clipped;  // a query's runs cut to its row support
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t bh = item / chunks, i_begin = (item % chunks) * kChunk, i_end = std::min(Nq, i_begin + kChunk);
@@ -591,8 +628,8 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
         T* oi = out + (bh * Nq + i) * Dh;
         for (int64_t d = 0; d < Dh; ++d) sc.qs[d] = static_cast<T>(P.scale) * qi[d];
         const DimValues<T, W> query(qi), scaled_query(sc.qs.data());
-        const std::span<const Segment> segs = segments.of(i);
-        const int64_t L = segments.keys(i);
+        std::span<const Segment> segs;
+        const int64_t L = row_runs(P, segments, i, hd.row_mask ? hd.row_mask + i * P.W : nullptr, clipped, segs);
         int64_t off = 0;
         for (const Segment& g : segs) {
           segment_logits(dh, hd, P, query, scaled_query, g, sc.s.data() + off, sc.c.data(), sc.p.data(),
@@ -620,7 +657,7 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
           off = 0;
           for (const Segment& g : segs) {
             T* __restrict e = sc.e.data() + off;
-            const T* __restrict mk = hd.table[kProbMask] + g.r0;
+            const T* __restrict mk = run_mask(hd, P, i, g);
             for (int64_t t = 0; t < g.len; ++t) {
               e[t] *= mk[t];
               Zm += e[t];
@@ -689,13 +726,20 @@ void zero_outside(T* buffer, int64_t union_begin, int64_t union_end, int64_t beg
 }
 
 // Every table gradient a backward call wants, as one zeroed copy per thread (threads add to their
-// own copy without locks); phase C sums the copies into the caller's buffers.
+// own copy without locks); phase C sums the copies into the caller's buffers. The row mask's
+// gradient is the exception: its rows belong to one (batch, head) each, which one thread does, so
+// every thread writes the caller's buffer (zeroed here) directly.
 template <typename T>
 class ThreadTableGrads {
  public:
   using Copies = std::array<T*, kTableKindCount>;  // one thread's whole tables, per kind (null: not wanted)
   ThreadTableGrads(const Problem& P, const Grads<T>& grads, int threads) : threads_(threads) {
     for (size_t kind = 0; kind < kTableKindCount; ++kind) {
+      if (kTableKinds[kind].shape == TableShape::RowWindow) {  // shared: size_ 0 gives every thread the target
+        if (grads.of[kind]) std::fill(grads.of[kind], grads.of[kind] + P.B * P.H * P.Nq * P.W, T(0));
+        first_[kind] = grads.of[kind];
+        continue;
+      }
       const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, P.Dh, P.R);
       const int64_t heads = layout.relative ? P.H * P.table_columns : P.H;
       size_[kind] = heads * layout.rows * layout.entries;
@@ -794,16 +838,19 @@ class BackwardWorker {
       int qn = 0;
       while (o < order.size() && qn < kQueryBlock && call_.group_of(order[o]) == group) {
         const int64_t i = order[o];
+        std::span<const Segment> runs;
+        const int64_t keys = row_runs(P_, call_.segments, i, hd_.row_mask ? hd_.row_mask + i * P_.W : nullptr,
+                                      clipped_[qn], runs);
         const bool active = call_.lse[bh * P_.Nq + i] != std::numeric_limits<T>::infinity() &&
-                            call_.segments.keys(i) > 0;  // no key: no gradient
-        const bool joins = qn == 0 || (call_.segments.of(i).size() == segs_[0].size() &&
+                            keys > 0;  // no key: no gradient
+        const bool joins = qn == 0 || (runs.size() == segs_[0].size() &&
                                        (P_.table_columns == 1 || segs_[0].size() == 1));
         if (active && !joins) break;  // starts the next block
         ++o;
         T* dqi = call_.grads.dq + (bh * P_.Nq + i) * Dh_;
         for (int64_t d = 0; d < Dh_; ++d) dqi[d] = T(0);
         if (!active) continue;
-        segs_[qn] = call_.segments.of(i);
+        segs_[qn] = runs;
         slot_query_[qn++] = i;
       }
       if (qn == 0) continue;
@@ -838,6 +885,7 @@ class BackwardWorker {
       const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, Dh_, P_.R);
       g_[kind] = mine_[kind] ? mine_[kind] + (layout.relative ? th : h) * layout.rows * layout.entries : nullptr;
     }
+    if (mine_[kRowProbMask]) g_[kRowProbMask] = mine_[kRowProbMask] + bh_ * P_.Nq * P_.W;  // [Nq, W]
   }
 
   // Phases A and B for the block's qn queries.
@@ -877,20 +925,25 @@ class BackwardWorker {
     T* pm = block_pm_.data() + slot * N;
     T* dc = block_dc_.data() + slot * N;
     T* dp = g_[kQueryTable] ? block_dp_.data() + slot * R : nullptr;
-    const bool modulated = g_[kModulation] || g_[kPositionalModulation] || g_[kProbMask];
-    const T eps = call_.tables.of[kProbMask] ? static_cast<T>(kMaskEpsilon) : T(0);
+    const bool modulated = g_[kModulation] || g_[kPositionalModulation] || g_[kProbMask] || g_[kRowProbMask];
+    const bool masked = call_.tables.of[kProbMask] || call_.tables.of[kRowProbMask];
+    const T eps = masked ? static_cast<T>(kMaskEpsilon) : T(0);
     for (size_t n = 0; n < segs_[slot].size(); ++n) {
       const Segment& g = segs_[slot][n];
       auto table_row = [&](T* head_row, int which) {
         return (head_row ? head_row : unwanted_.data() + which * unwanted_row_) + g.r0;
       };
-      const RunTerms<T> terms{pm + g.j0,
+      // The row mask's gradient: the query's row at the run's window columns (as run_mask).
+      T* g_row_mask = g_[kRowProbMask] ? g_[kRowProbMask] + i * P_.W + (g.j0 - (P_.geometry.query_first[0] + i) + P_.W - 1)
+                                       : nullptr;
+      const RunTerms<T> terms{run_mask(hd_, P_, i, g),
+                              pm + g.j0,
                               dc + g.j0,
                               dp ? dp + g.r0 : dp_scratch_.data(),
                               table_row(g_[kBias], 0),
                               table_row(g_[kModulation], 1),
                               table_row(g_[kPositionalModulation], 2),
-                              table_row(g_[kProbMask], 3)};
+                              g_row_mask ? g_row_mask : table_row(g_[kProbMask], 3)};
       segment_logits(dh_, hd_, P_, query, scaled_query, g, sc_.s.data(), sc_.c.data(), sc_.p.data(),
                      /*keep_terms=*/true);
       const T row_lse = call_.lse[row];
@@ -957,6 +1010,7 @@ class BackwardWorker {
   // The block: per slot (an active query) its runs, its query, d content / d k_j (ka), dout_i
   // (wv), q_i (wt) and phase A's per-key buffers; the unions of its runs.
   std::span<const Segment> segs_[kQueryBlock];
+  std::vector<Segment> clipped_[kQueryBlock];  // with a row mask: each slot's runs cut to its support
   int64_t slot_query_[kQueryBlock] = {};
   std::vector<T> ka_, wv_, wt_;
   std::vector<T> block_pm_, block_dc_, block_dp_;  // [kQueryBlock, N], [kQueryBlock, N], [kQueryBlock, R]

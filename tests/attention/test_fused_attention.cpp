@@ -67,6 +67,11 @@ const std::vector<FusedCase> kCases = {
      {{"t5_bias", {{"buckets", "8"}, {"max_distance", "16"}}}, {"adaptive_span", {{"max_span", "8"}, {"ramp", "3"}, {"init", "0.2"}}}},
      {11},
      false},
+    {"dynamic_span", {{"dynamic_span", {{"max_span", "6"}, {"ramp", "2"}, {"bias_init", "0"}}}}, {11}, true},
+    {"siren+dynamic_span",
+     {{"siren", {{"hidden", "16"}}}, {"dynamic_span", {{"max_span", "8"}, {"ramp", "1.5"}, {"bias_init", "-1"}}}},
+     {11},
+     false},
     {"transformer_xl+gaussian_span+alibi",
      {{"transformer_xl", {}}, {"gaussian_span", {{"sigma", "0.2"}}}, {"alibi", {}}},
      {11},
@@ -253,6 +258,7 @@ BOOST_AUTO_TEST_CASE(gradcheck_through_the_fused_op) {
 BOOST_AUTO_TEST_CASE(every_table_kind_acts_alike_in_both_implementations) {
   for (const std::vector<int64_t>& structure : {std::vector<int64_t>{7}, std::vector<int64_t>{3, 4}})
   for (const TableKind& kind : kTableKinds) {
+    if (kind.shape == TableShape::RowWindow && structure.size() != 1) continue;  // 1-D only (test_dynamic_span)
     Generator gen(17);
     const Positions pos = positions_of(structure);
     const int64_t B = 2, H = 2, N = pos.tokens(), R = PositionPair(pos).relative_size(), Dh = 3;
@@ -261,6 +267,7 @@ BOOST_AUTO_TEST_CASE(every_table_kind_acts_alike_in_both_implementations) {
     spec.scale = 0.6;
     const Shape table_shape = kind.shape == TableShape::HeadVector ? Shape{H, Dh}
                               : kind.shape == TableShape::Entries ? Shape{H, R}
+                              : kind.shape == TableShape::RowWindow ? Shape{B, H, N, 5}  // offsets -4 .. 0
                                                                    : Shape{H, R, Dh};
     const Tensor table = kind.merge == TableMerge::Add ? normal(table_shape, 0, 1, gen, kFloat64)
                                                        : uniform(table_shape, 0.2, 1.5, gen, kFloat64);
