@@ -160,7 +160,9 @@ Variable CharLayer::forward_incremental(const Variable& x, KeyValueCache& kv, Ge
         context.cache = &kv;
         context.window = window_box();
         context.dropout_generator = &gen;
-        return attn_->forward(a, a, context);
+        Variable out = attn_->forward(a, a, context);
+        kv.k = Variable(kv.k.value()), kv.v = Variable(kv.v.value());  // detached, as the layer-input cache
+        return out;
       },
       gen, nullptr);
 }
