@@ -10,6 +10,7 @@
 #include "attention/spans/local_window.h"
 #include "attention/schemes/t5_bias.h"
 #include "attention/schemes/alibi.h"
+#include "attention/schemes/key_pe.h"
 #include "attention/schemes/learned_absolute.h"
 #include "attention/schemes/rope.h"
 #include "attention/schemes/shaw_relative.h"
@@ -34,6 +35,7 @@ void register_builtin_hooks(const std::function<void(const std::string&, HookFac
   register_hook("rope", make_rope, "rotary embedding of queries and keys (frozen or tuned frequencies)");
   register_hook("shaw", make_shaw_relative, "Shaw relative logits q . r[clip(j - i)]");
   register_hook("alibi", make_alibi, "ALiBi linear distance penalty with geometric head slopes");
+  register_hook("key_pe", make_key_pe, "adaptive-span model's learned key position embedding: q . P[:, S - d] (1-D)");
   register_hook("adaptive_span", make_adaptive_span, "adaptive attention span: learned soft causal span per head");
   register_hook("dynamic_span", make_dynamic_span, "dynamic attention span: a soft causal span per query token, S sigmoid(v . x_t + b)");
   register_hook("siren", make_siren_relative, "posattn implicit relative encoding: SIREN on the n-D relative grid, Formula 1 with u, v");

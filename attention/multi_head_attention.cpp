@@ -13,14 +13,14 @@ namespace posgrad {
 
 MultiHeadAttention::MultiHeadAttention(int64_t width, int64_t heads, Generator& gen,
                                        std::vector<std::shared_ptr<AttentionHook>> hooks,
-                                       std::vector<std::shared_ptr<AttentionHook>> shared_hooks)
+                                       std::vector<std::shared_ptr<AttentionHook>> shared_hooks, bool projection_bias)
     : width_(width), heads_(heads), head_width_(heads > 0 ? width / heads : 0), hooks_(std::move(shared_hooks)) {
   if (heads <= 0 || width % heads != 0)
     fail("MultiHeadAttention: width {} must be a positive multiple of heads {}", width, heads);
-  q_proj_ = register_module("q_proj", std::make_shared<Linear>(width, width, true, gen));
-  k_proj_ = register_module("k_proj", std::make_shared<Linear>(width, width, true, gen));
-  v_proj_ = register_module("v_proj", std::make_shared<Linear>(width, width, true, gen));
-  out_proj_ = register_module("out_proj", std::make_shared<Linear>(width, width, true, gen));
+  q_proj_ = register_module("q_proj", std::make_shared<Linear>(width, width, projection_bias, gen));
+  k_proj_ = register_module("k_proj", std::make_shared<Linear>(width, width, projection_bias, gen));
+  v_proj_ = register_module("v_proj", std::make_shared<Linear>(width, width, projection_bias, gen));
+  out_proj_ = register_module("out_proj", std::make_shared<Linear>(width, width, projection_bias, gen));
   // Absolute schemes add to the token embeddings once, before the first layer; inside attention
   // they would have no place to act, so they are refused rather than ignored.
   auto check = [](const std::shared_ptr<AttentionHook>& hook, const std::string& which) {
@@ -48,8 +48,9 @@ Variable MultiHeadAttention::split_heads(const Variable& x) const {
   return permute(reshape(x, {B, N, heads_, head_width_}), {0, 2, 1, 3});
 }
 
-std::optional<OffsetBox> MultiHeadAttention::key_box(const PositionPair& positions, bool causal) const {
-  std::optional<OffsetBox> box;
+std::optional<OffsetBox> MultiHeadAttention::key_box(const PositionPair& positions, bool causal,
+                                                     const std::optional<OffsetBox>& window) const {
+  std::optional<OffsetBox> box = window;
   auto narrow_to = [&](const OffsetBox& b) { box = box ? box->intersect(b) : b; };
   for (const auto& hook : hooks_)
     if (auto range = hook->key_range(positions)) narrow_to(*range);
@@ -101,11 +102,16 @@ Variable MultiHeadAttention::forward(const Variable& queries_from, const Variabl
       fail("MultiHeadAttention: with a key/value cache the queries are the new tokens, {} of them, but the keys "
            "come from {}", Nq, Nk);
     const int64_t Nc = cache->tokens();
-    const PositionPair new_tokens(Positions::sequence(Nq, Nc));
+    const PositionPair new_tokens(Positions::sequence(Nq, cache->position));
     for (const auto& hook : hooks_) hook->rotate(q, k, new_tokens);
     cache->k = Nc > 0 ? cat({cache->k, k}, 2) : k;  // [B, H, Nc + Nq, Dh]
     cache->v = Nc > 0 ? cat({cache->v, v}, 2) : v;
-    o = attend(q, cache->k, cache->v, PositionPair::memory(Nc + Nq, Nq), context.key_padding, context.causal);
+    cache->position += Nq;
+    o = attend(q, cache->k, cache->v, PositionPair::memory(Nc + Nq, Nq), context);
+    if (cache->limit > 0 && Nc + Nq > cache->limit) {
+      cache->k = narrow(cache->k, 2, Nc + Nq - cache->limit, cache->limit);
+      cache->v = narrow(cache->v, 2, Nc + Nq - cache->limit, cache->limit);
+    }
   } else {
     const bool self = queries_from.impl() == keys_from.impl() && Nq == Nk;
     const PositionPair sequences = self ? PositionPair(Positions::sequence(Nq))
@@ -114,22 +120,23 @@ Variable MultiHeadAttention::forward(const Variable& queries_from, const Variabl
     if (pos.queries().tokens() != Nq || pos.keys().tokens() != Nk)
       fail("MultiHeadAttention: {} queries and {} keys, but the positions describe {}", Nq, Nk, pos.describe());
     for (const auto& hook : hooks_) hook->rotate(q, k, pos);
-    o = attend(q, k, v, pos, context.key_padding, context.causal);
+    o = attend(q, k, v, pos, context);
   }
   return out_proj_->forward(reshape(permute(o, {0, 2, 1, 3}), {B, Nq, width_}));
 }
 
 Variable MultiHeadAttention::attend(const Variable& q, const Variable& k, const Variable& v,
-                                    const PositionPair& positions, const Tensor& key_padding, bool causal) {
+                                    const PositionPair& positions, const AttentionContext& context) {
   const AttentionTerms terms = combine_attention_terms(hooks_, positions, q.dtype());
-  const AttentionSpec spec{positions, key_box(positions, causal), key_padding,
+  const AttentionSpec spec{positions, key_box(positions, context.causal, context.window), context.key_padding,
                            1.0 / std::sqrt(static_cast<double>(head_width_))};
   const Device device = q.value().device();
   std::string blocker = terms.fused_blocker();
   if (!device.is_cpu()) blocker = fmt::format("the input is on {} (the fused op is CPU code)", device.str());
   ProbabilityDropout dropout;
   if (attention_dropout_ && is_training()) {
-    dropout = {attention_dropout_->p(), true, &attention_dropout_->generator()};
+    dropout = {attention_dropout_->p(), true,
+               context.dropout_generator ? context.dropout_generator : &attention_dropout_->generator()};
     if (blocker.empty()) blocker = "attention dropout in training (the fused op has no dropout)";
   }
   last_fused_probs_ = nullptr;

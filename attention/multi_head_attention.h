@@ -1,25 +1,29 @@
-// MultiHeadAttention: q/k/v projections (Linear(D, D) each), split into H heads of Dh = D / H,
-// positional attention, and the output projection. Parameter names (q_proj, k_proj, v_proj,
-// out_proj) match tools/golden_transformer.py; hooks are children "hooks.<i>".
+// MultiHeadAttention: q/k/v projections (Linear(D, D) each, with bias unless the layer is built
+// without: the char LM's), split into H heads of Dh = D / H, positional attention, and the output
+// projection. Parameter names (q_proj, k_proj, v_proj, out_proj) match tools/golden_transformer.py;
+// hooks are children "hooks.<i>".
 //
 // One forward, queries from xq [B, Nq, D] and keys and values from xk [B, Nk, D] at `positions`
 // (a PositionPair, positions.h):
 //   q = split(q_proj(xq)), k, v = split(proj(xk))              [B, H, Nq | Nk, Dh]
 //   hooks: rotate(q, k)                  (q at the query positions, k at the key positions)
-//   box   = the intersection of the hooks' key ranges and the causal box (offset_box.h)
+//   box   = the intersection of the hooks' key ranges, the causal box and the caller's window
+//           (offset_box.h)
 //   terms = the hooks' tables over the pair's relative grid, combined (attention_terms.h)
 //   o     = reference_attention or fused_attention (q, k, v, terms, box, padding)   [B, H, Nq, Dh]
 //   out   = out_proj(merge heads(o))                                                 [B, Nq, D]
 // Three uses, one code path:
 //   * self-attention: forward(x, masks, positions), xq = xk = x, one Positions for both sides;
-//   * attention over a memory (a Transformer-XL segment): xk = [memory; segment], xq = the
-//     segment, positions = PositionPair::memory(Nk, Nq): queries are the last Nq key tokens;
+//   * attention over a memory (the char LM's cache of previous segments): xk = [memory; segment],
+//     xq = the segment, positions = PositionPair::memory(Nk, Nq): queries are the last Nq key
+//     tokens; a window (AttentionContext::window) bounds the distances a query sees;
 //   * cross-attention (decoder queries over encoder keys): each side its own Positions and the
 //     keys their own padding.
 // With a KeyValueCache (incremental decoding) the layer projects and rotates only the new tokens'
 // k and v, appends them to the cache and attends from the new queries (the last Nq tokens, 1-D)
 // over every cached key: token by token it computes what one causal forward over the whole
-// sequence computes.
+// sequence computes. A cache with a limit keeps only its last `limit` tokens (a window-limited
+// cache: the char LM's W - s), counting positions on.
 //
 // The two implementations compute the same numbers; choose_attention_path (attention_path.h)
 // picks one from the requested path (set_path; Auto by default): the fused op on the CPU when
@@ -50,8 +54,10 @@ namespace posgrad {
 // incremental decoding; one per layer, empty at the start of a sequence.
 struct KeyValueCache {
   Variable k, v;  // [B, H, Nc, Dh]; undefined while empty
+  int64_t position = 0;  // of the next new token: every token appended so far, kept or dropped
+  int64_t limit = 0;     // keep at most the last `limit` tokens after a forward; 0 = all
   int64_t tokens() const { return k.defined() ? k.size(2) : 0; }  // Nc
-  void clear() { k = v = Variable(); }
+  void clear() { k = v = Variable(), position = 0; }
 };
 
 // What one forward needs besides its inputs.
@@ -63,6 +69,8 @@ struct AttentionContext {
   Tensor key_padding;   // [B, Nk] (with a cache: [B, Nc + Nq]), non-zero = padded key; undefined = none
   bool causal = false;  // 1-D only: a query sees keys at offset <= 0
   KeyValueCache* cache = nullptr;
+  std::optional<OffsetBox> window = std::nullopt;  // the caller's key range (offsets key - query); none = every key
+  Generator* dropout_generator = nullptr;  // attention dropout's masks (none: the layer's own generator)
 };
 
 class MultiHeadAttention : public Module {
@@ -70,9 +78,10 @@ class MultiHeadAttention : public Module {
   // `hooks` become children ("hooks.<i>"); `shared_hooks` (e.g. one APE module shared by every
   // layer) are used in the same way but owned and registered by the model. An absolute scheme
   // among either is an error.
+  // `projection_bias` false: q/k/v/out projections without bias.
   MultiHeadAttention(int64_t width, int64_t heads, Generator& gen,
                      std::vector<std::shared_ptr<AttentionHook>> hooks = {},
-                     std::vector<std::shared_ptr<AttentionHook>> shared_hooks = {});
+                     std::vector<std::shared_ptr<AttentionHook>> shared_hooks = {}, bool projection_bias = true);
 
   // Self-attention: x [B, N, D] (queries and keys from the same tokens) -> [B, N, D]. Without
   // `positions` the tokens are a sequence 0..N-1.
@@ -91,8 +100,10 @@ class MultiHeadAttention : public Module {
   double attention_dropout() const { return attention_dropout_ ? attention_dropout_->p() : 0.0; }
   // Every hook in pipeline order: the shared ones first, then the layer's own.
   const std::vector<std::shared_ptr<AttentionHook>>& hooks() const { return hooks_; }
-  // The intersection of the hooks' key ranges and the causal box at `positions`; none = every key.
-  std::optional<OffsetBox> key_box(const PositionPair& positions, bool causal) const;
+  // The intersection of the hooks' key ranges, the causal box and `window` at `positions`; none =
+  // every key.
+  std::optional<OffsetBox> key_box(const PositionPair& positions, bool causal,
+                                   const std::optional<OffsetBox>& window = std::nullopt) const;
   // Probabilities of the last forward [B, H, Nq, Nk] (for figures). After a fused forward they are
   // computed on first request from the forward's saved q, k, v and tables.
   const Tensor& last_probs() const;
@@ -111,7 +122,7 @@ class MultiHeadAttention : public Module {
   Variable split_heads(const Variable& x) const;  // [B, N, D] -> [B, H, N, Dh]
   // q [B, H, Nq, Dh], k, v [B, H, Nk, Dh] (rotated) -> [B, H, Nq, Dh] on the chosen path.
   Variable attend(const Variable& q, const Variable& k, const Variable& v, const PositionPair& positions,
-                  const Tensor& key_padding, bool causal);
+                  const AttentionContext& context);
 
   int64_t width_, heads_, head_width_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, out_proj_;

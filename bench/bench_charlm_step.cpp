@@ -99,7 +99,7 @@ int main(int argc, char** argv) try {
   const double median = times[times.size() / 2];
   fmt::print("charlm training step: batch {} x segment {}, max span {}, c = {} (window {}), {} layers, width {}, "
              "device {}, {} threads\n",
-             B, M, c.attention.max_span, init, model.layer(0).attention().window(), c.layers, c.attention.width,
+             B, M, c.attention.max_span, init, model.layer(0).window(), c.layers, c.attention.width,
              device.str(), threads);
   fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  ({} path; attention work {:.0f}% of full [S; segment])\n",
              median * 1e3, static_cast<double>(B * M) / median,

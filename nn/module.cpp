@@ -163,7 +163,9 @@ LoadStateResult Module::load_state_dict(const std::map<std::string, Tensor>& dic
   return load_state_dict(StateDict(dict.begin(), dict.end()), strict);
 }
 
-LoadStateResult Module::load_state_dict(const StateDict& dict, bool strict) {
+LoadStateResult Module::load_state_dict(const StateDict& given_dict, bool strict) {
+  StateDict dict = given_dict;
+  upgrade_state(dict);
   std::unordered_map<std::string, const Tensor*> given;
   std::vector<std::string> duplicates;
   for (const auto& [name, t] : dict)

@@ -90,6 +90,10 @@ class Module {
   // nothing is modified when it throws.
   LoadStateResult load_state_dict(const StateDict& dict, bool strict = true);
   LoadStateResult load_state_dict(const std::map<std::string, Tensor>& dict, bool strict = true);
+  // Rewrites a dict that an older version of this module wrote into today's names (renamed
+  // parameters, buffers added since); load_state_dict calls it on the module it is called on, not
+  // on the children. The default leaves the dict as it is.
+  virtual void upgrade_state(StateDict& dict) const { (void)dict; }
 
   // ------------------------------------------------------------ dtype and device
   // Converts every floating-point parameter and buffer (and its gradient), recursively. Integer

@@ -54,13 +54,11 @@ void declare(Settings& s, CharlmSettings& c) {
   s.add("model.ff_width", c.model.ff_width, "feed-forward inner width").at_least(1);
   s.add("model.dropout", c.model.dropout, "dropout on attention probabilities and FF ReLU outputs").at_least(0).at_most(0.99);
   s.add("model.pre_norm", c.model.pre_norm, "pre-LN layers (false: the paper's post-LN)");
-  std::vector<std::string> schemes = segment_position_names();
-  for (const std::string& name : hook_names())
-    if (std::find(schemes.begin(), schemes.end(), name) == schemes.end()) schemes.push_back(name);
   s.add("model.positional", c.model.positional,
-        fmt::format("positional scheme: the LM's own {} (distances in the window), or a registered one ({})",
-                    fmt::join(segment_position_names(), ", "), fmt::join(hook_names(), ", ")))
-      .choices(schemes);
+        fmt::format("positional scheme, a registered relative one ({}; key_pe is shared by the layers; absolute "
+                    "schemes are refused)",
+                    fmt::join(hook_names(), ", ")))
+      .choices(hook_names());
   s.add("model.positional_options", c.model.positional_options,
         "options of a registered scheme, key=value (e.g. [buckets=32]; docs/positional-schemes.md)");
   s.rename("model.position", "model.positional");  // the old name: runs written before it still load
@@ -119,7 +117,8 @@ CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
     if (eq == std::string::npos || eq == 0) fail("model.positional_options: '{}' is not key=value (e.g. buckets=32)", kv);
     options[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  a.set_positional(c.model.positional, options);
+  a.positional = c.model.positional;
+  a.positional_options = options;
   a.attend_self = c.model.attend_self;
   a.adaptive_span = c.model.adaptive_span;
   a.span_ramp = c.model.span_ramp;
@@ -535,7 +534,6 @@ void sample_run(CharlmSettings& c, Settings& settings, const JobSettings& job, c
   const int64_t shown = 40;
   std::vector<std::string> queries;
   std::vector<std::vector<std::vector<float>>> attention;
-  for (int64_t l = 0; draw && l < model->num_layers(); ++l) model->layer(l).attention().set_keep_probs(true);
   auto label = [](uint8_t b) { return b == '\n' ? std::string("\\n") : b == ' ' ? std::string("' '") : std::string(1, static_cast<char>(b)); };
   for (int64_t t = 0; t < request.tokens; ++t) {
     std::iota(order.begin(), order.end(), size_t{0});
@@ -567,7 +565,7 @@ void sample_run(CharlmSettings& c, Settings& settings, const JobSettings& job, c
       queries.push_back(label(vocab.symbol(id)));
       std::vector<std::vector<float>> layers;
       for (int64_t l = 0; l < model->num_layers(); ++l)
-        layers.push_back(model->layer(l).attention().last_probs().to(kCPU).to_vector<float>());  // [1, H, 1, W]
+        layers.push_back(model->layer(l).window_probs().to(kCPU).to_vector<float>());  // [1, H, 1, W]
       attention.push_back(std::move(layers));
     }
   }
@@ -578,7 +576,7 @@ void sample_run(CharlmSettings& c, Settings& settings, const JobSettings& job, c
       fail("sample --figure: the figure reads distances 1..W; this run attends to the current token too");
     // Each layer's window (fixed while sampling: the parameters do not change).
     std::vector<int64_t> windows;
-    for (int64_t l = 0; l < model->num_layers(); ++l) windows.push_back(model->layer(l).attention().window());
+    for (int64_t l = 0; l < model->num_layers(); ++l) windows.push_back(model->layer(l).window());
     draw_passage_attention(queries, attention, model->config().attention.heads, windows, 64, request.figure);
     fmt::print(stderr, "figure: {}\n", request.figure);
   }

@@ -7,6 +7,26 @@
 //   ff(x) = fc2(dropout(relu(fc1(x))))  (no residual dropout; attention dropout inside attn)
 //   logits = out(x)                               [B, M, V]   (untied Linear(D, V) with bias)
 //
+// attn is a MultiHeadAttention without projection biases (spec 3.1) over a memory: the M queries
+// of the segment attend over [last W - s cache rows; segment] (PositionPair::memory), each query
+// exactly its W slots, the keys at distances
+//
+//   d = W .. 1        (s = 0: the current token is excluded, the paper's rule), or
+//   d = W - 1 .. 0    (attend_self, s = 1: the GPT / Transformer-XL rule)
+//
+// (the window box of AttentionContext). A cache shorter than W - s rows is left-padded with zeros,
+// which are attended, not masked, as in the original code. W is S, or with adaptive span the span
+// hook's trimmed window (adaptive_span.h, granularity trim_granularity; trim = false keeps S).
+// The hooks, each a registered one (registry.h), written once for every model:
+//   positional  key_pe: one KeyPositionEmbedding over the model's parameter "key_pe" [Dh, S]
+//               ~ N(0, 1), shared by every layer and head (key_pe.h); any other registered
+//               relative scheme by name, per layer: rope, transformer_xl (init: txl, spec 5.6),
+//               alibi, t5_bias, shaw, siren, ape, ... ("none": no positions). Its tables are
+//               evaluated on the grid of the call's W - s + M tokens (HookContext structure S + 1).
+//   span        adaptive_span (parameter c [H], the span loss, the clamp, the trim).
+// Absolute schemes (sinusoidal, learned_absolute) are refused: a token's absolute index has no
+// meaning across segments.
+//
 // The cache (spec 2.3): per layer, the last C_l inputs of that layer's attention (post-LN: the
 // layer input, as the paper; pre-LN: norm1 of it), detached. After a forward over a segment the
 // cache of layer l is the last C_l rows of [old cache; this segment's inputs], with
@@ -14,34 +34,62 @@
 // computed with the parameters of this forward (before the optimizer step). A fresh cache is
 // empty, which the attention reads as zeros: the paper's zero initial cache. So processing a
 // text in segments with the cache gives the logits of one long forward over it (with the same
-// window). forward_incremental keeps each layer's keys/values instead (DecodeCache): decoding.
+// window). forward_incremental keeps each layer's keys/values instead (a KeyValueCache limited
+// to W - s tokens, starting as the zero inputs' keys and values): decoding.
 //
-// The learned key position term (scheme key_pe) is one parameter "key_pe" [Dh, S] ~ N(0, 1)
-// shared by every layer and head. Parameter names: embedding.weight, key_pe,
-// layers.<l>.attn.{q,k,v,out}_proj.weight, layers.<l>.attn.span.c, layers.<l>.norm{1,2}.*,
-// layers.<l>.fc{1,2}.*, final_norm.* (pre-LN), out.*  (tools/golden_charlm.py uses the same).
+// Trimming changes numbers only through the renormaliser's 1e-8 (adaptive_span.cpp): with q the
+// head's in-span mass, each kept weight by a relative amount below 1e-8 / q; 2.7e-3 at
+// q = 3.6e-6 (tests/attention/test_char_transformer.cpp).
+//
+// Parameter names: embedding.weight, key_pe, layers.<l>.attn.{q,k,v,out}_proj.weight,
+// layers.<l>.attn.hooks.<i>.* (the positional hook, then the span's c), layers.<l>.norm{1,2}.*,
+// layers.<l>.fc{1,2}.*, final_norm.* (pre-LN), out.*. Checkpoints of the older model (its own
+// SegmentAttention: attn.span.c, attn.u/v/w_kr.weight, attn.positional.*) load through
+// upgrade_state; tools/golden_charlm.py writes those older names.
 //
 // Deliberately not here: data streams, the training loop, sampling (apps/charlm), tied
 // embeddings, adaptive inputs/softmax.
-// Shapes: letters of shape_legend.h; V the vocabulary, S the maximum span.
+// Shapes: letters of shape_legend.h; V the vocabulary, S the maximum span, W the window.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
-#include "attention/lm/segment_attention.h"
+#include "attention/attention_path.h"
+#include "attention/multi_head_attention.h"
+#include "attention/spans/adaptive_span.h"
 #include "nn/embedding.h"
 #include "nn/layer_norm.h"
 
 namespace posgrad {
 
+struct CharAttentionConfig {
+  int64_t width = 128;     // D
+  int64_t heads = 4;       // H
+  int64_t max_span = 256;  // S: the longest distance a query may see
+  std::string positional = "key_pe";                     // a registered scheme (key_pe shared by the layers)
+  std::map<std::string, std::string> positional_options;  // its options (registry.h)
+  bool attend_self = false;  // include distance 0 (not with key_pe, whose table starts at d = 1)
+  bool adaptive_span = true;
+  double span_ramp = 32;   // R
+  double span_init = 0.0;  // initial c
+  double span_loss = 2e-6; // lambda
+  bool trim = true;        // cut the window to the longest span + ramp
+  int64_t trim_granularity = 64;
+  double dropout = 0.0;    // on the attention probabilities (after the mask), and the FF's
+  // auto | reference | fused (attention_path.h): the fused path visits each query's W slots only.
+  AttentionPath path = AttentionPath::Auto;
+};
+
 struct CharTransformerConfig {
-  int64_t vocab = 65;     // V
+  int64_t vocab = 65;  // V
   int64_t layers = 4;
   int64_t ff_width = 512;
   bool pre_norm = false;
   bool adaptive_cache = true;  // C_l = min(S, W_l + cache_margin), else S
   int64_t cache_margin = 64;
-  SegmentAttentionConfig attention;  // width, heads, span, positions, dropout (also the FF's)
+  CharAttentionConfig attention;
 };
 
 // The cache of every layer: [B, C_l, D] each (C_l = 0: empty, read as zeros).
@@ -50,34 +98,50 @@ struct LayerCache {
   int64_t batch() const { return layers.empty() || !layers[0].defined() ? 0 : layers[0].size(0); }
 };
 
-// Incremental decoding: every layer's keys and values of the previous positions (trimmed to the
-// layer's W - s), so a new token projects only itself (SegmentAttention::forward_incremental).
+// Incremental decoding: every layer's keys and values of the previous positions (the last W - s),
+// so a new token projects only itself.
 struct DecodeCache {
-  std::vector<SegmentAttention::KeyValueCache> layers;
-  int64_t batch() const { return layers.empty() || !layers[0].keys.defined() ? 0 : layers[0].keys.size(0); }
+  std::vector<KeyValueCache> layers;
+  int64_t batch() const { return layers.empty() || !layers[0].k.defined() ? 0 : layers[0].k.size(0); }
 };
 
 class CharLayer : public Module {
  public:
-  CharLayer(const CharTransformerConfig& config, Generator& gen);
-  // x [B, M, D] -> [B, M, D]; `attention_input` receives what this layer's cache keeps.
-  Variable forward(const Variable& x, const Tensor& cache, const Variable& key_pe, Generator& gen,
-                   Tensor& attention_input);
+  // `key_pe`: the model's shared key_pe hook (null for another scheme).
+  CharLayer(const CharTransformerConfig& config, const std::shared_ptr<AttentionHook>& key_pe, Generator& gen);
+  // x [B, M, D], cache [B, C, D] (C >= 0) -> [B, M, D]; `attention_input` receives what this
+  // layer's cache keeps. `gen` drives the dropouts.
+  Variable forward(const Variable& x, const Tensor& cache, Generator& gen, Tensor& attention_input);
   using Module::forward;
   // The same layer with the attention's K/V cache (decoding).
-  Variable forward_incremental(const Variable& x, SegmentAttention::KeyValueCache& kv, const Variable& key_pe,
-                               Generator& gen);
-  SegmentAttention& attention() { return *attn_; }
-  const SegmentAttention& attention() const { return *attn_; }
+  Variable forward_incremental(const Variable& x, KeyValueCache& kv, Generator& gen);
+
+  MultiHeadAttention& attention() { return *attn_; }
+  const MultiHeadAttention& attention() const { return *attn_; }
+  AdaptiveSpan* span() const { return span_.get(); }            // null without adaptive span
+  AttentionHook* positional() const { return positional_.get(); }  // the layer's own scheme; null for key_pe
+  // The window W the next forward uses (S without adaptive span or trimming).
+  int64_t window() const;
+  // The (query, key) pairs per head the next forward over M queries computes: M W on the fused
+  // path (each query its W slots; CPU only), M (W - s + M) on the reference path (the dense
+  // product of the segment with [cache rows; segment]).
+  int64_t computed_pairs(int64_t M) const;
+  // The probabilities of the last forward in distance space [B, H, M, W] (slot j of query i is the
+  // key at distance W - s - j), for figures.
+  Tensor window_probs() const;
 
  private:
   // The layer around an attention call attend(attention input) -> [B, M, D].
   template <typename Attend>
   Variable run(const Variable& x, Attend&& attend, Generator& gen, Tensor* attention_input);
+  OffsetBox window_box() const;  // distances W - s .. 1 - s
 
-  bool pre_norm_;
+  bool pre_norm_, attend_self_;
   double dropout_;
-  std::shared_ptr<SegmentAttention> attn_;
+  int64_t max_span_;
+  std::shared_ptr<AttentionHook> positional_;
+  std::shared_ptr<AdaptiveSpan> span_;
+  std::shared_ptr<MultiHeadAttention> attn_;
   std::shared_ptr<LayerNorm> norm1_, norm2_;
   std::shared_ptr<Linear> fc1_, fc2_;
 };
@@ -115,9 +179,14 @@ class CharTransformer : public Module {
   std::vector<std::vector<double>> head_spans() const;
   // Attention work of a segment of M queries against full attention, the dense product of the
   // segment with [S cache rows; segment] that a PyTorch user writes (M (S + M) pairs per head and
-  // layer): the fused path computes M W_l (each query its W_l slots: causal and span-limited keys
-  // skipped), the reference path M (W_l + M) (SegmentAttention::computed_pairs).
+  // layer): CharLayer::computed_pairs summed over the layers.
   double attention_flops_share(int64_t segment) const;
+
+  // (old name, current name) of every parameter and buffer the older SegmentAttention model
+  // saved under another name; upgrade_state renames them (and adds the frozen rope's theta,
+  // which that model did not save).
+  std::vector<std::pair<std::string, std::string>> renamed_state() const;
+  void upgrade_state(StateDict& dict) const override;
 
  private:
   CharTransformerConfig config_;
@@ -127,5 +196,9 @@ class CharTransformer : public Module {
   std::shared_ptr<LayerNorm> final_norm_;
   std::shared_ptr<Linear> out_;
 };
+
+// The distance-space reshape of the reference code (spec 2.1), on the last two axes (the kept
+// probabilities):  unskew: X [.., M, W + M] -> U [.., M, W] with U[i, j] = X[i, i + j]
+Variable unskew(const Variable& x, int64_t window);
 
 }  // namespace posgrad

@@ -28,6 +28,7 @@ Rope::Rope(int64_t head_width, int64_t grid_dims, bool trainable, double base, b
     for (int64_t t = 0; t < G; ++t)
       theta[static_cast<size_t>(a + t)] = std::pow(base, -2.0 * static_cast<double>(t) / static_cast<double>(2 * G));
   }
+  theta_exact_ = theta;
   Tensor th = Tensor::from_vector(theta, {P}).to(kFloat32);
   theta_ = trainable ? register_parameter("theta", th) : register_buffer("theta", th);
 }
@@ -55,8 +56,17 @@ Variable Rope::apply(const Variable& x, const Positions& positions) const {
   const int64_t N = positions.tokens(), P = head_width_ / 2;
   if (x.dim() < 2 || x.size(-1) != head_width_ || x.size(-2) != N)
     fail("rope: expected [..., N = {}, Dh = {}], got {}", N, head_width_, x.value().describe());
-  // angle [N, P] = position * theta (differentiable in theta when it is a parameter).
-  Variable angle = Variable(pair_positions(positions).to(x.dtype()).to(x.device())) * unsqueeze(theta_, 0);
+  // angle [N, P] = position * theta: differentiable in theta when it is a parameter; frozen, in
+  // double from theta_exact_ (a float32 buffer would round theta), then in the scores' dtype.
+  Tensor at = pair_positions(positions);
+  Variable angle;
+  if (trainable_) {
+    angle = Variable(at.to(x.dtype()).to(x.device())) * unsqueeze(theta_, 0);
+  } else {
+    std::vector<double> a = at.to_vector<double>();
+    for (size_t e = 0; e < a.size(); ++e) a[e] *= theta_exact_[e % static_cast<size_t>(P)];
+    angle = Variable(Tensor::from_vector(a, {N, P}).to(x.dtype()).to(x.device()));
+  }
   Variable c = cos(angle), s = sin(angle);
   Shape pairs = x.value().shape();
   pairs.back() = P;

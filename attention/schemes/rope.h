@@ -17,7 +17,8 @@
 //
 // Options: trainable (false: "frozen", theta is a buffer; true: "tuned", theta is a parameter,
 // the APE repo's default), base (10000), axes (flat | split). An odd Dh is an Error.
-// State: "theta" [Dh/2], the frequency of each pair. Deliberately not here: rotating only part
+// State: "theta" [Dh/2], the frequency of each pair (frozen: a record; the angles are computed in
+// double from base). Deliberately not here: rotating only part
 // of the head ("partial rotary"), NTK/YaRN base scaling.
 // Shapes: letters of shape_legend.h.
 #pragma once
@@ -46,6 +47,7 @@ class Rope : public AttentionHook {
   bool trainable_, split_;
   double base_;
   Variable theta_;
+  std::vector<double> theta_exact_;  // theta in double (frozen rope rotates by these)
 };
 
 std::shared_ptr<AttentionHook> make_rope(const HookContext& context, const HookOptions& options, Generator& gen);

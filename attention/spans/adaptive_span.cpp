@@ -9,13 +9,16 @@
 
 namespace posgrad {
 
-AdaptiveSpan::AdaptiveSpan(int64_t heads, int64_t max_span, double ramp, double init, double loss_coef)
-    : heads_(heads), max_span_(max_span), ramp_(ramp), loss_coef_(loss_coef) {
+AdaptiveSpan::AdaptiveSpan(int64_t heads, int64_t max_span, double ramp, double init, double loss_coef,
+                           bool attend_self, int64_t granularity)
+    : heads_(heads), max_span_(max_span), ramp_(ramp), loss_coef_(loss_coef), attend_self_(attend_self),
+      granularity_(granularity) {
   if (heads <= 0) fail("adaptive_span: needs at least one head, got {}", heads);
   if (max_span < 1) fail("adaptive_span: option max_span must be >= 1, got {}", max_span);
   if (!(ramp > 0.0)) fail("adaptive_span: option ramp must be > 0, got {}", ramp);
   if (!(init >= 0.0 && init <= 1.0)) fail("adaptive_span: option init must be in [0, 1], got {}", init);
   if (!(loss_coef >= 0.0)) fail("adaptive_span: option loss_coef must be >= 0, got {}", loss_coef);
+  if (granularity < 1) fail("adaptive_span: option granularity must be >= 1, got {}", granularity);
   c_ = register_parameter("c", Tensor::full({heads}, init, kFloat32));
 }
 
@@ -29,19 +32,21 @@ int64_t AdaptiveSpan::kept_distance() const {
   const double zmax = *std::max_element(c.begin(), c.end()) * static_cast<double>(max_span_);
   // Every key with d > ceil(max z) + Rr has mask exactly 0 (m > 0 needs d - 1 < z + Rr).
   const double keep = std::max(0.0, std::ceil(zmax)) + std::ceil(ramp_);
-  return std::min<int64_t>(max_span_, static_cast<int64_t>(keep));
+  const int64_t max_size = std::min<int64_t>(max_span_, static_cast<int64_t>(keep));
+  return max_span_ - std::min(max_span_ - 1, max_span_ - max_size) / granularity_ * granularity_;
 }
 
 // The spec trims in steps of 64 keys ("for the memory management") and only ever removes keys
-// whose mask is exactly 0 for every head. We trim exactly, to the last key any head can see. The
-// two differ only through the renormaliser's epsilon: a trimmed key has p m = 0, so it changes
+// whose mask is exactly 0 for every head. By default (granularity 1) we trim exactly, to the last
+// key any head can see. The two differ only through the renormaliser's epsilon: a trimmed key has p m = 0, so it changes
 // only the softmax normaliser Z, which the pipeline's p m / (sum p m + 1e-8) sees as
 // e m / (sum e m + 1e-8 Z): each kept weight changes by a relative amount below 1e-8 / q, q the
 // head's in-span mass (sum p m over all keys). Negligible while q is large; visible (1e-3 and
 // more) when the keys beyond the span take nearly all the softmax mass (q ~ 1e-6).
 std::optional<OffsetBox> AdaptiveSpan::key_range(const PositionPair& positions) const {
   check_positions(positions);
-  return OffsetBox{{-kept_distance()}, {-1}};
+  const int64_t s = attend_self_ ? 1 : 0;
+  return OffsetBox{{-(kept_distance() - s)}, {s - 1}};
 }
 
 Variable AdaptiveSpan::relative_mask(const PositionPair& positions, DType dtype) const {
@@ -52,7 +57,7 @@ Variable AdaptiveSpan::relative_mask(const PositionPair& positions, DType dtype)
   for (int64_t e = 0; e < R; ++e) {
     const int64_t d = -offsets[static_cast<size_t>(e)];
     ramp_start[static_cast<size_t>(e)] = (ramp_ - static_cast<double>(d - 1)) / ramp_;  // (Rr - (d - 1)) / Rr
-    allowed[static_cast<size_t>(e)] = (d >= 1 && d <= max_span_) ? 1.0 : 0.0;
+    allowed[static_cast<size_t>(e)] = (d >= (attend_self_ ? 0 : 1) && d <= max_span_) ? 1.0 : 0.0;
   }
   const Device device = c_.value().device();
   Variable c = reshape(c_, {heads_, 1});
@@ -110,7 +115,8 @@ std::shared_ptr<AttentionHook> make_adaptive_span(const HookContext& context, co
     fail("adaptive_span: cannot derive max_span from the context (structure {}); set option max_span",
          fmt::join(context.structure, "x"));
   return std::make_shared<AdaptiveSpan>(context.heads, options.integer("max_span", fallback), options.number("ramp", 32.0),
-                                        options.number("init", 0.0), options.number("loss_coef", 2e-6));
+                                        options.number("init", 0.0), options.number("loss_coef", 2e-6),
+                                        options.flag("attend_self", false), options.integer("granularity", 1));
 }
 
 }  // namespace posgrad

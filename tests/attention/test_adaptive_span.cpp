@@ -1,12 +1,15 @@
 // The adaptive span (attention/spans/adaptive_span.h) against the index facts of spec
 // adaptive_span.md section 8 (mask values per distance, the current token excluded, trimmed
-// keys have mask exactly 0), the span loss, the clamp after an optimizer step, the reported spans,
-// gradients of c and x, the reference path against the fused path, and option errors.
+// keys have mask exactly 0), the char LM's window (trim in steps, attend_self), the span loss, the
+// clamp after an optimizer step, the reported spans, gradients of c and x, the reference path
+// against the fused path, and option errors; the key_pe scheme (key_pe.h): its table entries per
+// distance, key range and errors.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
 #include "attention/multi_head_attention.h"
 #include "attention/registry.h"
+#include "attention/schemes/key_pe.h"
 #include "attention/spans/adaptive_span.h"
 #include "nn/adam.h"
 #include "posgrad.h"
@@ -108,6 +111,33 @@ BOOST_AUTO_TEST_CASE(key_range_trims_exactly_the_keys_with_mask_zero) {
   BOOST_TEST(span->key_range(Positions::sequence(N))->lo[0] == -3);
   set_c(*span, {1.0, 0.5});
   BOOST_TEST(span->key_range(Positions::sequence(N))->lo[0] == -12);
+}
+
+// The char LM's window (options attend_self and granularity): the spec's trim in steps of g,
+// W = S - floor(min(S - 1, S - (ceil(max z) + R)) / g) g; with attend_self the current token is
+// in the box and in the mask (1), and the box holds W keys, distances 0 .. W - 1.
+BOOST_AUTO_TEST_CASE(granularity_and_attend_self_give_the_char_lm_window) {
+  const int64_t N = 40;
+  // S = 32, R = 4, z = 0.3 * 32 = 9.6: max_size = 10 + 4 = 14, trim = floor(18 / 8) 8 = 16, W = 16.
+  auto span = make_span({{"max_span", "32"}, {"ramp", "4"}, {"granularity", "8"}}, 2, N, {0.3, 0.1});
+  BOOST_TEST(span->kept_distance() == 16);
+  BOOST_TEST(span->key_range(Positions::sequence(N))->lo[0] == -16);
+  BOOST_TEST(span->key_range(Positions::sequence(N))->hi[0] == -1);
+  auto exact = make_span({{"max_span", "32"}, {"ramp", "4"}}, 2, N, {0.3, 0.1});
+  BOOST_TEST(exact->kept_distance() == 14);
+  auto never = make_span({{"max_span", "32"}, {"ramp", "4"}, {"granularity", "32"}}, 2, N, {0.3, 0.1});
+  BOOST_TEST(never->kept_distance() == 32);
+  auto self = make_span({{"max_span", "32"}, {"ramp", "4"}, {"granularity", "8"}, {"attend_self", "true"}}, 2, N,
+                        {0.3, 0.1});
+  BOOST_TEST(self->attend_self());
+  BOOST_TEST(self->key_range(Positions::sequence(N))->lo[0] == -15);
+  BOOST_TEST(self->key_range(Positions::sequence(N))->hi[0] == 0);
+  Tensor m = on_pairs(self->attention_terms(Positions::sequence(N), kFloat64).prob_mask, Positions::sequence(N))
+                 .reshape({1, 2, N, N});
+  for (int64_t h = 0; h < 2; ++h) BOOST_TEST(m.at<double>({0, h, 20, 20}) == 1.0);  // d = 0
+  BOOST_TEST(m.at<double>({0, 0, 20, 21}) == 0.0);                                    // the future
+  BOOST_TEST(m.at<double>({0, 0, 20, 9}) == spec_mask(0.3, 32, 4, 11));               // d = 11 on the ramp
+  check_error([] { make_span({{"max_span", "8"}, {"granularity", "0"}}, 1, 10); }, {"adaptive_span", "granularity"});
 }
 
 BOOST_AUTO_TEST_CASE(exact_trimming_changes_only_the_epsilon_term) {
@@ -218,6 +248,41 @@ BOOST_AUTO_TEST_CASE(bad_options_and_positions_are_errors) {
   MultiHeadAttention mha(8, 2, gen, {span});
   const Positions grid = Positions::grid({2, 2});
   check_error([&] { mha.forward(Variable(Tensor::zeros({1, 4, 8})), {}, &grid); }, {"adaptive_span", "1-D sequence"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// key_pe: the key at distance d, 1 <= d <= S, adds q . P[:, S - d] / sqrt(Dh); the current
+// token, later keys and keys beyond S are outside its key range. Checked on the relative grid of
+// a segment over a memory (queries the last 3 of 9 tokens) and of self-attention.
+BOOST_AUTO_TEST_SUITE(key_pe_scheme)
+
+BOOST_AUTO_TEST_CASE(entries_per_distance_key_range_and_errors) {
+  Generator gen(4);
+  const int64_t H = 2, Dh = 3, S = 5;
+  auto hook = std::dynamic_pointer_cast<KeyPositionEmbedding>(
+      make_hook(HookSpec{"key_pe", HookOptions{{"max_span", "5"}}}, HookContext{.width = H * Dh, .heads = H, .structure = {9}}, gen));
+  BOOST_REQUIRE(hook);
+  hook->to(kFloat64);
+  const std::vector<double> P = hook->table().value().to_vector<double>();  // [Dh, S]
+  for (const PositionPair& pair : {PositionPair::memory(9, 3), PositionPair(Positions::sequence(4))}) {
+    const Tensor table = hook->attention_terms(pair, kFloat64).query_table.value().contiguous();  // [H, R, Dh]
+    const int64_t lo = pair.relative_lo()[0], R = pair.relative_size();
+    BOOST_TEST(table.shape() == (Shape{H, R, Dh}));
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t d = -(lo + r);
+        for (int64_t e = 0; e < Dh; ++e) {
+          const double want = d >= 1 && d <= S ? P[static_cast<size_t>(e * S + S - d)] / std::sqrt(3.0) : 0.0;
+          BOOST_TEST(table.at<double>({h, r, e}) == want, boost::test_tools::tolerance(1e-15));
+        }
+      }
+    BOOST_TEST(hook->key_range(pair)->lo[0] == -S);
+    BOOST_TEST(hook->key_range(pair)->hi[0] == -1);
+  }
+  check_error([&] { hook->attention_terms(Positions::grid({2, 3}), kFloat64); }, {"key_pe", "1-D"});
+  check_error([&] { make_hook(HookSpec{"key_pe", {}}, HookContext{.width = 6, .heads = 2, .structure = {}}, gen); },
+              {"key_pe", "max_span"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -227,7 +227,8 @@ BOOST_AUTO_TEST_CASE(rope_matches_closed_form_and_preserves_norms) {
   BOOST_TEST(rope->named_parameters().empty());   // frozen: theta is a buffer
   BOOST_TEST(rope->named_buffers().size() == 1u);
   // theta starts as float32 like every parameter and buffer (the model's dtype): it equals the
-  // formula to float32 precision, and the rotation is the closed form with those frequencies.
+  // formula to float32 precision. A frozen rope rotates by the formula's frequencies in double
+  // (the buffer is a record), so the rotation is the closed form with the exact frequencies.
   const std::vector<double> theta = rope->theta().value().to_vector<double>();
   for (int64_t i = 0; i < Dh / 2; ++i) {
     const double exact = std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(Dh));
@@ -241,7 +242,7 @@ BOOST_AUTO_TEST_CASE(rope_matches_closed_form_and_preserves_norms) {
       for (int64_t p = 0; p < N; ++p) {
         double n_in = 0, n_out = 0;
         for (int64_t i = 0; i < Dh / 2; ++i) {
-          const double a = static_cast<double>(p) * theta[static_cast<size_t>(i)];
+          const double a = static_cast<double>(p) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(Dh));
           const double x0 = x.at<double>({b, h, p, 2 * i}), x1 = x.at<double>({b, h, p, 2 * i + 1});
           const double y0 = y.at<double>({b, h, p, 2 * i}), y1 = y.at<double>({b, h, p, 2 * i + 1});
           worst = std::max(worst, std::abs(y0 - (x0 * std::cos(a) - x1 * std::sin(a))));
