@@ -180,6 +180,9 @@ struct AttentionSpec {
   std::optional<OffsetBox> box;  // key range (offsets key - query); none = every key
   Tensor key_padding;            // [B, N], non-zero = padded key; undefined = none
   double scale = 1.0;            // of q . k (1 / sqrt(Dh))
+  // Causal by token index: query i (of the last Nq of N tokens) sees keys j <= i + N - Nq. The
+  // causal mask of tree positions, which have no offsets (the reference only).
+  bool causal_by_index = false;
 };
 
 // Adds `part` (the terms of `owner`) to `all` as each kind's TableMerge says; an Error naming both

@@ -7,6 +7,7 @@
 #include "attention/schemes/ape_grid.h"
 #include "attention/schemes/ape_sequence.h"
 #include "attention/schemes/ape_tree.h"
+#include "attention/schemes/tree_sq.h"
 #include "attention/spans/local_window.h"
 #include "attention/schemes/t5_bias.h"
 #include "attention/schemes/alibi.h"
@@ -28,6 +29,7 @@ void register_builtin_hooks(const std::function<void(const std::string&, HookFac
   register_hook("ape", make_ape_sequence, "algebraic PE: per-head orthogonal W^p on q and k at the flat index, decay^|j-i|");
   register_hook("ape_grid", make_ape_grid, "algebraic PE on n-D grids: one orthogonal generator per (axis, head) on Dh/n features");
   register_hook("ape_tree", make_ape_tree, "algebraic PE on trees: products of branch generators along the heap word");
+  register_hook("tree_sq", make_tree_sq, "Shiv & Quirk tree PE: one-hot branch stacks times p^level, added to the embeddings");
   register_hook("local_window", make_local_window, "fixed sliding window of keys (radius per axis, optional causal)");
   register_hook("t5_bias", make_t5_bias, "T5 bucketed relative position bias (the tutorial scheme)");
   register_hook("sinusoidal", make_sinusoidal_absolute, "fixed sinusoidal absolute embedding at the flat token index");

@@ -54,9 +54,9 @@ std::optional<OffsetBox> MultiHeadAttention::key_box(const PositionPair& positio
   auto narrow_to = [&](const OffsetBox& b) { box = box ? box->intersect(b) : b; };
   for (const auto& hook : hooks_)
     if (auto range = hook->key_range(positions)) narrow_to(*range);
-  if (causal) {
-    if (positions.is_tree() || positions.dims() != 1)
-      fail("attention: a causal mask needs 1-D sequence positions, got {}", positions.describe());
+  if (causal && !positions.is_tree()) {  // trees: by token index (AttentionSpec::causal_by_index)
+    if (positions.dims() != 1)
+      fail("attention: a causal mask needs 1-D sequence positions or tree positions, got {}", positions.describe());
     narrow_to(OffsetBox{{std::min<int64_t>(positions.relative_lo()[0], 0)}, {0}});
   }
   return box;
@@ -129,9 +129,11 @@ Variable MultiHeadAttention::attend(const Variable& q, const Variable& k, const 
                                     const PositionPair& positions, const AttentionContext& context) {
   const AttentionTerms terms = combine_attention_terms(hooks_, positions, q.dtype());
   const AttentionSpec spec{positions, key_box(positions, context.causal, context.window), context.key_padding,
-                           1.0 / std::sqrt(static_cast<double>(head_width_))};
+                           1.0 / std::sqrt(static_cast<double>(head_width_)), context.causal && positions.is_tree()};
   const Device device = q.value().device();
   std::string blocker = terms.fused_blocker();
+  if (blocker.empty() && spec.causal_by_index)
+    blocker = "a causal mask over tree positions (by token index; the fused op masks by offsets, which trees lack)";
   if (!device.is_cpu()) blocker = fmt::format("the input is on {} (the fused op is CPU code)", device.str());
   ProbabilityDropout dropout;
   if (attention_dropout_ && is_training()) {

@@ -67,7 +67,9 @@ struct AttentionContext {
   // cached ones on one sequence).
   const PositionPair* positions = nullptr;
   Tensor key_padding;   // [B, Nk] (with a cache: [B, Nc + Nq]), non-zero = padded key; undefined = none
-  bool causal = false;  // 1-D only: a query sees keys at offset <= 0
+  // A query sees keys at offset <= 0 (1-D positions), or, on tree positions, the keys up to its
+  // own token index (the decoder's traversal order; the reference path only).
+  bool causal = false;
   KeyValueCache* cache = nullptr;
   std::optional<OffsetBox> window = std::nullopt;  // the caller's key range (offsets key - query); none = every key
   Generator* dropout_generator = nullptr;  // attention dropout's masks (none: the layer's own generator)

@@ -157,6 +157,12 @@ Variable reference_attention(const Variable& q, const Variable& k, const Variabl
     }
     blocked = index_select(Tensor::from_vector(outside, {R}).to(logits.dtype()).to(device), 0, rel).reshape({Nq, N});
   }
+  if (spec.causal_by_index) {  // query i is token i + N - Nq: keys after it are blocked
+    std::vector<double> after(static_cast<size_t>(Nq * N));
+    for (int64_t i = 0; i < Nq; ++i)
+      for (int64_t j = i + N - Nq + 1; j < N; ++j) after[static_cast<size_t>(i * N + j)] = 1.0;
+    blocked = blocked_union(blocked, Tensor::from_vector(after, {Nq, N}).to(logits.dtype()).to(device));
+  }
   if (spec.key_padding.defined()) {
     if (spec.key_padding.dim() != 2 || spec.key_padding.size(0) != B || spec.key_padding.size(1) != N)
       fail("attention: key_padding must be [B, N] = [{}, {}], got {}", B, N, spec.key_padding.describe());

@@ -7,7 +7,8 @@
 //   content    = q k^T * scale + (key_bias . k)                              [B, H, Nq, N]
 //   positional = (q . query_table)[.., rel(i, j)] + bias[.., rel(i, j)]     (tables gathered by offset)
 //   logits     = modulation * (content + positional_modulation * positional) * dense_modulation
-//   blocked    = outside the key box, or a padded key  -> -inf; softmax (a row with no key gives 0)
+//   blocked    = outside the key box, after the query (spec.causal_by_index: tree positions), or a
+//                padded key  -> -inf; softmax (a row with no key gives 0)
 //   p          = p * prob_mask / (sum p * prob_mask + 1e-8)
 //                (or per query row: p * row_prob_mask / (sum p * row_prob_mask + 1e-8 sum_support p))
 //   p          = dropout(p)                     (training only, when asked: the fused op has none)

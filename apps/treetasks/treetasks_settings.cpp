@@ -17,7 +17,7 @@ void declare(apps::Settings& s, TreetasksSettings& c) {
   s.add("data.test", c.data.test, "test examples").at_least(1);
   s.add("data.seed", c.data.seed, "the one random stream of the three parts (the paper: 42 for every run)").at_least(0);
   transduction_app::declare(s, c.model,
-                            "positional scheme: ape_tree (heap positions), or a flattened baseline over the sequence "
+                            "positional scheme: ape_tree or tree_sq (heap positions), or a flattened baseline over the sequence "
                             "indices: ape, rope, shaw, sinusoidal, learned_absolute, none, any registered hook");
   transduction_app::declare(s, c.train);
 }
@@ -30,7 +30,7 @@ TreeTaskSettings task_settings(const TreetasksSettings& c) {
           .depth_stddev = c.data.depth_stddev};
 }
 
-bool tree_positions(const TreetasksSettings& c) { return c.model.positional == "ape_tree"; }
+bool tree_positions(const TreetasksSettings& c) { return c.model.positional == "ape_tree" || c.model.positional == "tree_sq"; }
 
 EncoderDecoderConfig model_config(const TreetasksSettings& c) {
   return transduction_app::model_config(c.model, task_settings(c).vocab_size + 2, tree_positions(c));

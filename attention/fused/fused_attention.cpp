@@ -85,6 +85,8 @@ Setup make_setup(const Tensor& q, const Tensor& k, const AttentionSpec& spec, bo
   P.geometry.tokens = P.N;
   if (pos.is_tree()) {
     if (spec.box) fail("fused attention: a key range needs grid positions, not {}", pos.describe());
+    if (spec.causal_by_index)
+      fail("fused attention: a causal mask over tree positions (by token index) needs the reference path");
     if (uses_tables)
       fail("fused attention: relative tables need grid or sequence positions, not {}", pos.describe());
     P.R = 0;

@@ -133,6 +133,38 @@ BOOST_AUTO_TEST_CASE(block_parameter_gradients_match_finite_differences) {
   }
 }
 
+// On tree positions (no offsets) a causal mask is by token index: query i sees tokens 0..i, the
+// decoder's traversal order. Each row equals the unmasked forward of its own prefix; the fused
+// path refuses it by name and `auto` takes the reference.
+BOOST_AUTO_TEST_CASE(causal_attention_over_tree_positions_masks_by_token_index) {
+  Generator gen(9);
+  MultiHeadAttention mha(8, 2, gen);
+  mha.to(kFloat64);
+  const std::vector<int64_t> heaps{0, 1, 2, 4, 5, 3};  // SOS, then a depth-first order
+  const Tensor x = normal({2, 6, 8}, 0, 1, gen, kFloat64);
+  const Positions all = Positions::tree(Tensor::from_vector(heaps, {6}));
+  AttentionMasks causal;
+  causal.causal = true;
+  const Tensor out = mha.forward(Variable(x), causal, &all).value();  // [B, N, D]
+  BOOST_TEST(!mha.last_forward_fused());
+  for (int64_t t = 1; t <= 6; ++t) {
+    const Positions prefix = Positions::tree(Tensor::from_vector(std::vector<int64_t>(heaps.begin(), heaps.begin() + t), {t}));
+    const Tensor last = mha.forward(Variable(x.narrow(1, 0, t).contiguous()), {}, &prefix).value().narrow(1, t - 1, 1);
+    BOOST_TEST(max_abs_diff(last, out.narrow(1, t - 1, 1)) < 1e-12, "row " << t - 1);
+  }
+  // Without the mask the first row sees later tokens.
+  BOOST_TEST(max_abs_diff(mha.forward(Variable(x), {}, &all).value().narrow(1, 0, 1), out.narrow(1, 0, 1)) > 1e-6);
+  mha.set_path(AttentionPath::Fused);
+  BOOST_TEST(throws_with([&] { mha.forward(Variable(x), causal, &all); }, "a causal mask over tree positions"));
+  mha.set_path(AttentionPath::Reference);
+  auto fn = [&](const std::vector<Variable>& v) { return mha.forward(v[0], causal, &all); };
+  const GradcheckResult r = gradcheck(fn, {normal({1, 6, 8}, 0, 1, gen, kFloat64)});
+  BOOST_TEST(r.ok, r.message);
+  // A 2-D grid has no causal order.
+  const Positions grid = Positions::grid({2, 3});
+  BOOST_TEST(throws_with([&] { mha.forward(Variable(x), causal, &grid); }, "1-D sequence positions or tree positions"));
+}
+
 BOOST_AUTO_TEST_CASE(classifier_rejects_too_many_tokens) {
   Generator gen(7);
   TransformerClassifierConfig cfg;

@@ -3,7 +3,7 @@
 //     with scale_grad_by_freq and label smoothing, sinusoidal pre-LN, tree APE post-LN on heap
 //     positions: the encoder output, the logits, the loss, every gradient, 3 AdamW steps;
 //   * APE's maps are computed once per forward for all of the model's attentions;
-//   * the decoder is causal, decoding with the key/value caches gives the states of one decode
+//   * the decoder is causal (on tree positions too), decoding with the key/value caches gives the states of one decode
 //     over the whole sequence, and greedy decoding with the cache gives the tokens of decoding
 //     the whole prefix again, for every sequence scheme of Table 2(a);
 //   * a tiny model trained a few hundred steps solves COPY by greedy decoding.
@@ -86,9 +86,9 @@ EncoderDecoderConfig golden_config(const nlohmann::json& cfg) {
 
 BOOST_AUTO_TEST_SUITE(encoder_decoder)
 
-// The tree case (encoder_decoder_ape_tree_postnorm) waits for MultiHeadAttention's causal mask on
-// tree positions: the decoder's self-attention over heap positions is causal in the index order.
-BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make({"ape_postnorm", "sinusoidal_prenorm"}), name) {
+// ape_tree_postnorm: tree APE on heap positions, depth-first targets; the decoder's
+// self-attention is causal in token order (the traversal-derived mask, spec 7.3).
+BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make({"ape_postnorm", "sinusoidal_prenorm", "ape_tree_postnorm"}), name) {
   const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/encoder_decoder_" + name +
                                        ".safetensors");
   const auto cfg = nlohmann::json::parse(golden.metadata.at("config"));
@@ -267,6 +267,31 @@ BOOST_DATA_TEST_CASE(decoder_prefix_states_equal_full_states,
   for (int64_t t : {1, 2, 5, 11}) {
     const Tensor part = model.decode(tokens.narrow(1, 0, t).contiguous(), memory, padding).value();
     expect_close(fmt::format("{} prefix {}", scheme, t), part, full.narrow(1, 0, t).contiguous(), 1e-10, 1e-8);
+  }
+}
+
+// On heap positions too (tree APE, a depth-first target order): the decoder's causal mask is by
+// token index, so a prefix of the tokens and of their heap positions gives the same states.
+BOOST_AUTO_TEST_CASE(tree_decoder_prefix_states_equal_full_states) {
+  Generator gen(3);
+  EncoderDecoderConfig c = small_config("ape_tree", 2);
+  c.tree_positions = true;
+  EncoderDecoder model(c, gen);
+  model.to(kFloat64);
+  model.eval();
+  const Tensor source = Tensor::from_vector<int64_t>({0, 5, 2, 7, 3, 6}, {1, 6});
+  const Tensor source_heap = Tensor::from_vector<int64_t>({0, 1, 2, 3, 6, 7}, {1, 6});
+  const Tensor padding = Tensor::zeros({1, 6});
+  const std::vector<int64_t> heaps{0, 1, 2, 4, 5, 3, 6, 7};
+  const Tensor tokens = Tensor::from_vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}, {1, 8});
+  const Positions source_at = Positions::tree(source_heap);
+  const Variable memory = model.encode(source, padding, &source_at);
+  const Positions all = Positions::tree(Tensor::from_vector(heaps, {1, 8}));
+  const Tensor full = model.decode(tokens, memory, padding, &all, &source_at).value();
+  for (int64_t t : {1, 3, 4, 8}) {
+    const Positions prefix = Positions::tree(Tensor::from_vector(std::vector<int64_t>(heaps.begin(), heaps.begin() + t), {1, t}));
+    const Tensor part = model.decode(tokens.narrow(1, 0, t).contiguous(), memory, padding, &prefix, &source_at).value();
+    expect_close(fmt::format("ape_tree prefix {}", t), part, full.narrow(1, 0, t).contiguous(), 1e-10, 1e-8);
   }
 }
 

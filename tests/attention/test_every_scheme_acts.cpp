@@ -6,7 +6,8 @@
 //
 // Each scheme runs in the smallest model that accepts it, on the structure it needs: a 1-D
 // PosattnClassifier (12 tokens) by default, a 2-D one (3 x 4 grid) for ape_grid, and one
-// attention layer on tree positions for ape_tree (PosattnClassifier has no tree input).
+// attention layer on tree positions for ape_tree (PosattnClassifier has no tree input), the
+// embeddings on tree positions for tree_sq (an absolute scheme of heap positions).
 // Options are chosen so that every hook bites at initialisation; none is left out except `none`
 // itself, the baseline.
 #include <boost/test/unit_test.hpp>
@@ -37,6 +38,7 @@ const std::map<std::string, Arm> kArms = {
     {"local_window", {{{"radius", "1"}}, Structure::Sequence}},
     {"ape_grid", {{}, Structure::Grid}},  // one generator per grid axis: grid positions only
     {"ape_tree", {{}, Structure::Tree}},  // tree (heap) positions only
+    {"tree_sq", {{{"max_depth", "2"}}, Structure::Tree}},  // heap positions; 2 levels x 2 branches fit the width 8
 };
 
 constexpr int64_t kWidth = 8, kHeads = 2;
@@ -78,8 +80,13 @@ double tree_layer_effect(const std::string& name, const Arm& arm) {
   const Positions tree = Positions::tree(Tensor::from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}, {7}));
   const HookContext context{.width = kWidth, .heads = kHeads, .structure = {}};
   Generator gen(9), data(10);
+  const auto hook = make_hook(HookSpec{name, HookOptions(arm.options)}, context, gen);
+  if (auto absolute = std::dynamic_pointer_cast<AbsoluteEncoding>(hook)) {  // tree_sq: on the embeddings
+    const Variable x(normal({2, tree.tokens(), kWidth}, 0, 1, data));
+    return max_abs_diff(absolute->embed(x, tree).value(), x.value());
+  }
   MultiHeadAttention none(kWidth, kHeads, gen, {make_hook(HookSpec{"none", {}}, context, gen)});
-  MultiHeadAttention scheme(kWidth, kHeads, gen, {make_hook(HookSpec{name, HookOptions(arm.options)}, context, gen)});
+  MultiHeadAttention scheme(kWidth, kHeads, gen, {hook});
   scheme.load_state_dict(none.state_dict(), /*strict=*/false);
   const Variable x(normal({2, tree.tokens(), kWidth}, 0, 1, data));
   return max_abs_diff(scheme.forward(x, {}, &tree).value(), none.forward(x, {}, &tree).value());
