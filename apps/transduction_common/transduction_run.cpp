@@ -195,7 +195,9 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
       const double scored = sum(global.target_mask).item();
       const double weight = mine.count > 0 ? static_cast<double>(dp.size()) / scored : 0.0;
       opt.set_lr(schedule.lr_at(at.step));
-      // Dropout masks: the single process's masks of this rank's rows (nn/mask_rows.h).
+      // Dropout masks: the single process's masks of this rank's rows (nn/mask_rows.h). (Not
+      // the same as one process's: model.scale_grad_by_freq, whose embedding counts a token in
+      // this rank's rows, not in the global batch; docs/distributed.md.)
       const MaskRowsScope mask_rows({.first = mine.count > 0 ? mine.first : 0, .count = batch.size(), .global = global.size()});
       Variable local_sum =
           cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Sum, kIgnoreTarget, t.label_smoothing);
