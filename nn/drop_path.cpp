@@ -2,6 +2,7 @@
 #include "nn/drop_path.h"
 
 #include "autograd/functions.h"
+#include "nn/mask_rows.h"
 
 namespace posgrad {
 
@@ -17,7 +18,8 @@ Variable drop_path(const Variable& x, double p, bool rescale, bool training, Gen
   if (x.dim() < 1) fail("drop_path: the input needs a batch axis, got {}", x.value().describe());
   Shape mask_shape(x.dim(), 1);
   mask_shape[0] = x.size(0);
-  Tensor mask = bernoulli(mask_shape, 1.0 - p, gen, x.value().dtype(), x.value().device());  // [B, 1, ..., 1]
+  // Under a MaskRowsScope (a data-parallel rank) the mask is the global batch's for these rows.
+  Tensor mask = bernoulli_for_rows(mask_shape, 1.0 - p, gen, x.value().dtype(), x.value().device(), "drop_path");  // [B, 1, ..., 1]
   if (rescale) mask = mul_scalar(mask, 1.0 / (1.0 - p));
   return x * Variable(mask);
 }

@@ -2,6 +2,7 @@
 #include "nn/dropout.h"
 
 #include "autograd/functions.h"
+#include "nn/mask_rows.h"
 
 namespace posgrad {
 
@@ -16,7 +17,9 @@ Variable dropout(const Variable& x, double p, bool training, Generator& gen) {
   if (!training || p == 0.0) return x;
   if (p == 1.0) return x * Variable(Tensor::zeros(x.shape(), x.dtype(), x.device()));
   // mask = bernoulli(1 - p) / (1 - p): kept elements are scaled up, dropped ones are 0.
-  const Tensor mask = mul_scalar(bernoulli(x.shape(), 1.0 - p, gen, x.dtype(), x.device()), 1.0 / (1.0 - p));
+  // Under a MaskRowsScope (a data-parallel rank) the mask is the global batch's for these rows.
+  const Tensor mask =
+      mul_scalar(bernoulli_for_rows(x.shape(), 1.0 - p, gen, x.dtype(), x.device(), "dropout"), 1.0 / (1.0 - p));
   return x * Variable(mask);
 }
 

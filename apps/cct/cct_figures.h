@@ -4,9 +4,7 @@
 //                   generator W = exp(A - A^T), one panel per axis (rows and columns for
 //                   ape_grid; the flat index for ape), the checkpoint's (solid) against the
 //                   initialisation's (dashed, a fresh model from the run's seed)
-// The angles of an orthogonal W are the theta of its eigenvalues e^(+-i theta); they are read off
-// the symmetric part (W + W^T) / 2, whose eigenvalues are the cos theta, each twice (Jacobi
-// eigenvalue iteration in double), and shown in increasing order, one per pair.
+// The angles: apps/common/rotation_angles.h.
 // Deliberately does not: draw attention maps (the probabilities are MultiHeadAttention's).
 #pragma once
 
@@ -19,9 +17,5 @@
 namespace posgrad::cct_app {
 
 void draw_figures(CctSettings& c, apps::Settings& settings, const std::string& run_dir, const std::string& which);
-
-// The rotation angles (radians, increasing, one per conjugate pair) of the orthogonal d x d
-// matrix w (row-major).
-std::vector<double> rotation_angles(const std::vector<double>& w, int64_t d);
 
 }  // namespace posgrad::cct_app

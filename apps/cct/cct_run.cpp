@@ -9,6 +9,7 @@
 
 #include "apps/cct/cct_data.h"
 #include "apps/common/mask_generators.h"
+#include "nn/mask_rows.h"
 #include "apps/common/data_parallel.h"
 #include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
@@ -129,6 +130,9 @@ void train(const CctSettings& c, const Settings& settings, const TrainRequest& r
     for (const Batch& b : Epoch(loader.dataset(), std::move(mine), c.train.workers_prefetch)) {
       const auto t0 = std::chrono::steady_clock::now();
       opt.set_lr(schedule.lr_at(at.step));
+      // Dropout and DropPath masks: the single process's masks of this rank's rows (nn/mask_rows.h).
+      const int64_t rows = b.input.size(0);
+      const MaskRowsScope mask_rows({.first = dp.rank() * rows, .count = rows, .global = c.train.batch_size});
       Variable logits = model.forward(Variable(b.input.to(device)));  // [B/p, C]
       Variable loss = cross_entropy(logits, b.target.to(device), Reduction::Mean, -100, c.train.label_smoothing);
       const double value = loss.item();

@@ -32,6 +32,7 @@
 #include "nn/checkpoint.h"
 #include "nn/clip_grad.h"
 #include "nn/losses.h"
+#include "nn/mask_rows.h"
 #include "nn/lr_schedule.h"
 #include "nn/safetensors.h"
 #include "tensor/device.h"
@@ -371,6 +372,8 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
     opt->set_lr(schedule->lr_at(at.step));
     const Tensor input = segment.input.narrow(0, rows.first, rows.count).contiguous();    // [B/p, M]
     const Tensor target = segment.target.narrow(0, rows.first, rows.count).contiguous();  // [B/p, M]
+    // Dropout masks: the single process's masks of this rank's rows (nn/mask_rows.h).
+    const MaskRowsScope mask_rows({.first = rows.first, .count = rows.count, .global = c.train.batch_size});
     Variable logits = model.forward(input.to(device), cache, gen);
     Variable nll = cross_entropy(logits, target.to(device));
     Variable span = model.span_loss();

@@ -28,6 +28,7 @@
 #include "nn/adam.h"
 #include "nn/atomic_file.h"
 #include "nn/losses.h"
+#include "nn/mask_rows.h"
 #include "tensor/device.h"
 
 namespace posgrad::posattn_app {
@@ -182,6 +183,9 @@ void train(const PosattnSettings& c, const Settings& settings, const TrainReques
         poisoned = true;
       }
       const auto t0 = std::chrono::steady_clock::now();
+      // Dropout masks: the single process's masks of this rank's rows (nn/mask_rows.h).
+      const int64_t rows = b.input.size(0);
+      const MaskRowsScope mask_rows({.first = dp.rank() * rows, .count = rows, .global = c.train.batch_size});
       Variable logits = model.forward(Variable(b.input.to(device)));  // [B, classes]
       Variable loss = cross_entropy(logits, b.target.to(device));
       const double value = loss.item();

@@ -5,42 +5,43 @@
 //   seqtasks train --resume RUN                                               continue
 //   seqtasks eval RUN [--checkpoint best|latest] [--split dev|test]           score
 //   seqtasks decode RUN --input "3 5 7 11" [--file WORDS] [--checkpoint ...]  try the model
-// `seqtasks --help` lists every setting with its type, default and meaning.
+//   seqtasks figures RUN [--checkpoint best|latest] [--example K]             draw (seqtasks_figures.h)
+// (apps/transduction_common/transduction_command_line.h). `seqtasks --help` lists every setting
+// with its type, default and meaning.
 // Deliberately does not: run sweeps (posgrad-sweep runs this executable once per grid cell).
 #include <CLI/CLI.hpp>
 
-#include "apps/common/cli.h"
 #include "apps/seqtasks/seqtasks_decode.h"
 #include "apps/seqtasks/seqtasks_experiment.h"
+#include "apps/seqtasks/seqtasks_figures.h"
+#include "apps/transduction_common/transduction_command_line.h"
 
 using namespace posgrad;
-using namespace posgrad::apps;
 using namespace posgrad::seqtasks_app;
 
 int main(int argc, char** argv) {
   SeqtasksSettings c;
-  Settings settings;
+  apps::Settings settings;
   declare(settings, c);
-  AppCommandLine cli("seqtasks", "seqtasks: COPY, REPEAT and REVERSE with an encoder-decoder and APE or another scheme",
-                     settings);
-  cli.on_train([&](const TrainRequest& request) { transduction_app::train(experiment(c), settings, request); });
-  std::string run_dir, which = "best", split = "test";
-  CLI::App& eval_job = cli.add_job("eval", "score a run's checkpoint on the dev or the test split",
-                                   [&] {
-                                     load_run_settings(settings, run_dir);
-                                     transduction_app::eval(experiment(c), run_dir, which, split);
-                                   });
-  refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
-  eval_job.add_option("--checkpoint", which, "which checkpoint (best: the lowest dev loss; latest)")
-      ->check(CLI::IsMember({"best", "latest"}));
-  eval_job.add_option("--split", split, "dev or test")->check(CLI::IsMember({"dev", "test"}));
-  std::string decode_run, decode_which = "best", file;
-  std::vector<std::string> inputs;
-  CLI::App& decode_job = cli.add_job("decode", "decode words with a trained run and say whether each output is right",
-                                     [&] { decode(c, settings, decode_run, decode_which, inputs, file); });
-  refuse_empty(decode_job.add_option("run", decode_run, "the run folder"))->required();
-  decode_job.add_option("--input", inputs, "a word: integer tokens separated by spaces, e.g. \"3 5 7 11\" (repeatable)");
-  refuse_empty(decode_job.add_option("--file", file, "a file of words, one a line"));
-  decode_job.add_option("--checkpoint", decode_which, "which checkpoint (best, latest)")->check(CLI::IsMember({"best", "latest"}));
-  return cli.run(argc, argv);
+  std::string figures_run, figures_which = "best";
+  int64_t figures_example = 0;
+  transduction_app::TransductionApp app{
+      .name = "seqtasks",
+      .description = "seqtasks: COPY, REPEAT and REVERSE with an encoder-decoder and APE or another scheme",
+      .experiment = [&] { return experiment(c); },
+      .decode = [&](const std::string& run, const std::string& which, const std::vector<std::string>& inputs,
+                    const std::string& file) { decode(c, settings, run, which, inputs, file); },
+      .decode_help = "decode words with a trained run and say whether each output is right",
+      .input_help = "a word: integer tokens separated by spaces, e.g. \"3 5 7 11\" (repeatable)",
+      .file_help = "a file of words, one a line",
+      .more_jobs = [&](apps::AppCommandLine& cli) {
+        CLI::App& job = cli.add_job(
+            "figures", "draw a run's learning curves, APE's rotation angles and the cross-attention on a test example",
+            [&] { draw_figures(c, settings, figures_run, figures_which, figures_example); });
+        apps::refuse_empty(job.add_option("run", figures_run, "the run folder"))->required();
+        job.add_option("--checkpoint", figures_which, "which checkpoint (best, latest)")
+            ->check(CLI::IsMember({"best", "latest"}));
+        job.add_option("--example", figures_example, "the test example whose cross-attention is drawn (from 0)");
+      }};
+  return transduction_app::run_transduction_app(argc, argv, settings, app);
 }

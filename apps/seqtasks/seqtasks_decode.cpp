@@ -1,14 +1,14 @@
 // The decode job of the seqtasks app (see seqtasks_decode.h).
 #include "apps/seqtasks/seqtasks_decode.h"
 
-#include <fstream>
 #include <sstream>
 
 #include <fmt/ranges.h>
 
 #include "apps/common/cli.h"
 #include "apps/common/run_checkpoints.h"
-#include "apps/seqtasks/transduction_run.h"
+#include "apps/transduction_common/decode_inputs.h"
+#include "apps/transduction_common/transduction_run.h"
 #include "attention/transduction/greedy_decoding.h"
 #include "nn/checkpoint.h"
 
@@ -39,18 +39,9 @@ void decode(SeqtasksSettings& c, apps::Settings& settings, const std::string& ru
   const SequenceTask task = parse_sequence_task(c.task);
   // Every word is read and checked before anything is decoded.
   std::vector<std::pair<std::string, std::vector<int64_t>>> words;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    words.emplace_back(inputs[i], parse_word(inputs[i], inputs.size() == 1 ? "--input" : fmt::format("--input {}", i + 1)));
-  if (!file.empty()) {
-    std::ifstream in(file);
-    if (!in) fail("--file: cannot read '{}'", file);
-    std::string line;
-    for (int64_t number = 1; std::getline(in, line); ++number) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t\r")] == '#') continue;
-      words.emplace_back(line, parse_word(line, fmt::format("{} line {}", file, number)));
-    }
-  }
-  if (words.empty()) fail("decode: give a word with --input \"3 5 7 11\" or a file of words with --file");
+  for (const auto& [text, where] :
+       transduction_app::decode_inputs(inputs, file, "a word with --input \"3 5 7 11\" or a file of words with --file"))
+    words.emplace_back(text, parse_word(text, where));
   std::vector<TransductionExample> examples;
   for (const auto& [text, word] : words) examples.push_back(sequence_example(task, word, c.data.vocab_size));
 

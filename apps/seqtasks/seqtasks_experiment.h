@@ -5,7 +5,7 @@
 #pragma once
 
 #include "apps/seqtasks/seqtasks_settings.h"
-#include "apps/seqtasks/transduction_run.h"
+#include "apps/transduction_common/transduction_run.h"
 
 namespace posgrad::seqtasks_app {
 

@@ -2,13 +2,13 @@
 #include "apps/treetasks/treetasks_decode.h"
 
 #include <deque>
-#include <fstream>
 #include <set>
 
 #include <fmt/ranges.h>
 
 #include "apps/common/cli.h"
 #include "apps/common/run_checkpoints.h"
+#include "apps/transduction_common/decode_inputs.h"
 #include "apps/treetasks/treetasks_experiment.h"
 #include "datasets/transduction/tree_operations.h"
 #include "nn/checkpoint.h"
@@ -111,24 +111,15 @@ void decode(TreetasksSettings& c, apps::Settings& settings, const std::string& r
     }
     pairs.emplace_back(text, typed_pair(task, input, task_config.vocab_size, where));
   };
-  for (size_t i = 0; i < inputs.size(); ++i) add(inputs[i], inputs.size() == 1 ? "--input" : fmt::format("--input {}", i + 1));
-  if (!file.empty()) {
-    std::ifstream in(file);
-    if (!in) fail("--file: cannot read '{}'", file);
-    std::string line;
-    for (int64_t number = 1; std::getline(in, line); ++number) {
-      const auto start = line.find_first_not_of(" \t\r");
-      if (start == std::string::npos || line[start] == '#') continue;
-      add(line, fmt::format("{} line {}", file, number));
-    }
-  }
-  if (pairs.empty()) fail("decode: give a tree with --input \"(11 (12 1 2) 3)\" or a file of trees with --file");
+  for (const auto& [text, where] :
+       transduction_app::decode_inputs(inputs, file, "a tree with --input \"(11 (12 1 2) 3)\" or a file of trees with --file"))
+    add(text, where);
   std::vector<TransductionExample> examples;
   for (const auto& [text, pair] : pairs) examples.push_back(tree_example(pair, task_config.output_order));
 
   const transduction_app::TransductionExperiment x = [&] {  // the model and its matcher, without the data
     TreetasksSettings small = c;
-    small.data.train = small.data.dev = small.data.test = 1;
+    small.parts.train = small.parts.dev = small.parts.test = 1;
     return experiment(small);
   }();
   Generator gen(x.seed);

@@ -18,15 +18,12 @@ TreeGreedyDecoding tree_decoding(const TreetasksSettings& c, int64_t max_nodes) 
 }
 
 transduction_app::TransductionExperiment experiment(const TreetasksSettings& c) {
-  if (c.device != "cpu") fail("device: treetasks trains on the CPU only for now (got '{}')", c.device);
-  transduction_app::TransductionExperiment x;
-  x.app = "treetasks";
-  x.description = fmt::format("{} ({}-first output) with {}{}", c.task, c.order, c.model.positional,
-                              tree_positions(c) ? " on heap positions" : " on the flattened sequence");
+  transduction_app::TransductionExperiment x = transduction_app::shared_experiment(
+      c, "treetasks",
+      fmt::format("{} ({}-first output) with {}{}", c.task, c.order, c.model.positional,
+                  tree_positions(c) ? " on heap positions" : " on the flattened sequence"));
   x.model = model_config(c);  // first: an unknown scheme is refused before the data are drawn
   x.data = make_splits(c);
-  x.seed = static_cast<uint64_t>(c.seed);
-  x.train = c.train;
   if (tree_positions(c)) {
     const TreetasksSettings settings = c;
     x.greedy_matches = [settings](EncoderDecoder& model, const std::vector<TransductionExample>& examples,

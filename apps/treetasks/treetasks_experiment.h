@@ -1,5 +1,5 @@
 // The treetasks app's experiment: its settings turned into what the shared train and eval jobs
-// run (apps/seqtasks/transduction_run.h): the task's data, the model, and exact match by greedy
+// run (apps/transduction_common/transduction_run.h): the task's data, the model, and exact match by greedy
 // decoding. With heap positions (ape_tree) the decoder finds each next node's position from the
 // labels decoded so far (greedy_decode_tree: operators have two children, leaves none); with a
 // flattened baseline it decodes the sequence (with the cache) for as many steps as the target has.
@@ -7,7 +7,7 @@
 // Deliberately does not: train (transduction_run.h) or decode user input (treetasks_decode.h).
 #pragma once
 
-#include "apps/seqtasks/transduction_run.h"
+#include "apps/transduction_common/transduction_run.h"
 #include "apps/treetasks/treetasks_settings.h"
 #include "attention/transduction/greedy_decoding.h"
 

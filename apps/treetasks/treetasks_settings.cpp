@@ -4,22 +4,17 @@
 namespace posgrad::treetasks_app {
 
 void declare(apps::Settings& s, TreetasksSettings& c) {
-  s.add("seed", c.seed, "the model's initialisation, dropout and shuffling (the data have their own data.seed)").at_least(0);
-  s.add("device", c.device, "cpu (the only device treetasks trains on for now)");
+  transduction_app::declare_seed_and_device(s, c, "treetasks");
   s.add("task", c.task, "the tree task").choices({"copy", "rotate", "c3", "tree-ops"});
   s.add("order", c.order, "the output order: breadth (breadth-first) or depth (depth-first, pre-order)")
       .choices({"breadth", "depth"});
   s.add("data.vocab_size", c.data.vocab_size, "labels 1..V (0: the task's, 20; 128 for tree-ops)").at_least(0);
   s.add("data.depth_mean", c.data.depth_mean, "tree depths ~ Normal(mean, stddev), truncated").above(0);
   s.add("data.depth_stddev", c.data.depth_stddev, "tree depths ~ Normal(mean, stddev), truncated").at_least(0);
-  s.add("data.train", c.data.train, "training examples").at_least(1);
-  s.add("data.dev", c.data.dev, "development examples (checkpoint selection)").at_least(1);
-  s.add("data.test", c.data.test, "test examples").at_least(1);
-  s.add("data.seed", c.data.seed, "the one random stream of the three parts (the paper: 42 for every run)").at_least(0);
-  transduction_app::declare(s, c.model,
-                            "positional scheme: ape_tree or tree_sq (heap positions), or a flattened baseline over the sequence "
-                            "indices: ape, rope, shaw, sinusoidal, learned_absolute, none, any registered hook");
-  transduction_app::declare(s, c.train);
+  transduction_app::declare_parts_model_and_recipe(
+      s, c,
+      "positional scheme: ape_tree or tree_sq (heap positions), or a flattened baseline over the sequence indices: "
+      "ape, rope, shaw, sinusoidal, learned_absolute, none, any registered hook");
 }
 
 TreeTaskSettings task_settings(const TreetasksSettings& c) {
@@ -38,8 +33,8 @@ EncoderDecoderConfig model_config(const TreetasksSettings& c) {
 
 TransductionSplits make_splits(const TreetasksSettings& c) {
   return make_tree_splits(parse_tree_task(c.task), task_settings(c),
-                          {.train = c.data.train, .dev = c.data.dev, .test = c.data.test},
-                          static_cast<uint64_t>(c.data.seed));
+                          {.train = c.parts.train, .dev = c.parts.dev, .test = c.parts.test},
+                          static_cast<uint64_t>(c.parts.seed));
 }
 
 }  // namespace posgrad::treetasks_app

@@ -1,34 +1,31 @@
 // The settings of the treetasks app: the APE paper's tree transduction tasks (COPY, ROTATE, C3,
 // TREE-OPS in breadth- or depth-first output order; spec ape.md 7.3) with the shared model and
-// recipe settings (apps/seqtasks/transduction_settings.h), defaulting to the paper's full
+// recipe settings (apps/transduction_common/transduction_settings.h), defaulting to the paper's full
 // configuration (configs/treetasks/full.yaml repeats it; configs/treetasks/quick.yaml is the
 // 2-core size; configs/treetasks/schemes/ picks a scheme).
 // Positions: "ape_tree" reads the nodes' heap positions; every other scheme reads the flattened
 // sequence's indices (the paper's flattened baselines, Table 2(b)).
-// Deliberately does not: load data, build models or train (apps/seqtasks/transduction_run.h).
+// Deliberately does not: load data, build models or train (apps/transduction_common/transduction_run.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "apps/seqtasks/transduction_settings.h"
+#include "apps/transduction_common/transduction_settings.h"
 #include "datasets/transduction/tree_tasks.h"
 
 namespace posgrad::treetasks_app {
 
-struct TreetasksSettings {
-  int64_t seed = 2130;  // the model's initialisation, dropout and shuffling (the paper: 2130, 42, 1312)
-  std::string device = "cpu";
+// seed (default 2130, the paper: 2130, 42, 1312), device, data.train/dev/test/seed, model.*,
+// train.*: transduction_settings.h.
+struct TreetasksSettings : transduction_app::TransductionSettings {
+  TreetasksSettings() { seed = 2130; }
   std::string task = "rotate";  // copy | rotate | c3 | tree-ops
   std::string order = "depth";  // the output order: breadth | depth
   struct {
     int64_t vocab_size = 0;  // 0: the task's (20; 128 for tree-ops)
     double depth_mean = 7.0, depth_stddev = 1.0;
-    int64_t train = 6000, dev = 2000, test = 2000;
-    int64_t seed = 42;
   } data;
-  transduction_app::ModelSettings model;
-  transduction_app::TrainSettings train;
 };
 
 void declare(apps::Settings& s, TreetasksSettings& c);

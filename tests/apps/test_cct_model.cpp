@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cct/cct_figures.h"
+#include "apps/common/rotation_angles.h"
 #include "apps/cct/cct_model.h"
 #include "apps/cct/sinusoidal_grid.h"
 #include "nn/nn.h"
@@ -140,7 +141,7 @@ BOOST_AUTO_TEST_CASE(rotation_angles_of_a_known_rotation) {
   set(0, 0, std::cos(1.1)), set(0, 1, -std::sin(1.1)), set(1, 0, std::sin(1.1)), set(1, 1, std::cos(1.1));
   set(2, 2, std::cos(0.3)), set(2, 3, std::sin(0.3)), set(3, 2, -std::sin(0.3)), set(3, 3, std::cos(0.3));
   set(4, 4, 1.0);
-  const std::vector<double> angles = cct_app::rotation_angles(w, 5);
+  const std::vector<double> angles = apps::rotation_angles(w, 5);
   BOOST_REQUIRE_EQUAL(angles.size(), 2u);
   BOOST_TEST(std::abs(angles[0] - 0.3) < 1e-9);
   BOOST_TEST(std::abs(angles[1] - 1.1) < 1e-9);

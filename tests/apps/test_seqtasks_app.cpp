@@ -3,8 +3,9 @@
 // per epoch and writes the three test metrics to summary.json; a run stopped after its first
 // epoch and resumed logs what an uninterrupted run logs; eval scores the best checkpoint at the
 // perplexity the run reported; decode prints a typed word's output and whether it is right; every
-// scheme preset trains a step; bad input (a token outside the vocabulary, a word that is not
-// integers, an unknown task or scheme) gets one clear line and nothing written.
+// scheme preset trains a step; figures draws the curves, APE's angles and the cross-attention;
+// bad input (a token outside the vocabulary, a word that is not integers, an unknown task or
+// scheme) gets one clear line and nothing written.
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/apps/app_process.h"
+#include "tests/apps/png_pixels.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -93,6 +95,33 @@ BOOST_AUTO_TEST_CASE(every_scheme_preset_trains_a_step) {
     const std::string args = kTiny + " --config " + entry.path().string() + " -Dtrain.max_steps=1 --out " + (tmp / name).string();
     BOOST_TEST(run(args, tmp / (name + ".txt")) == 0, name << ": " << read_text(tmp / (name + ".txt")));
   }
+}
+
+// figures: the learning curves, APE's angles and the cross-attention on a test example, as PNG
+// and SVG; the cross-attention has one panel per decoder layer and head (1 x 2 here, so it is
+// twice as wide as high); a scheme without generators gets no angles; an example outside the
+// test split is one clear line and draws nothing.
+BOOST_AUTO_TEST_CASE(figures_job_draws_curves_angles_and_cross_attention) {
+  TempDir tmp;
+  const fs::path ape = tmp / "ape", sinusoidal = tmp / "sinusoidal";
+  BOOST_REQUIRE_MESSAGE(run("--out " + ape.string() + " " + kTiny, tmp / "ape.txt") == 0, read_text(tmp / "ape.txt"));
+  BOOST_REQUIRE_MESSAGE(run("figures " + ape.string() + " --example 3", tmp / "fig.txt") == 0, read_text(tmp / "fig.txt"));
+  for (const char* f : {"curves.png", "curves.svg", "ape_angles.png", "ape_angles.svg", "cross_attention.png",
+                        "cross_attention.svg"})
+    BOOST_TEST(fs::file_size(ape / "figures" / f) > 1000u, f);
+  const auto cross = posgrad::test::PngPixels::from_file(ape / "figures" / "cross_attention.png");
+  BOOST_TEST(cross.width() > cross.height());
+
+  BOOST_REQUIRE(run("--out " + sinusoidal.string() + " " + kTiny + " -Dmodel.positional=sinusoidal -Dtrain.max_steps=2",
+                    tmp / "sin.txt") == 0);
+  BOOST_TEST(run("figures " + sinusoidal.string() + " --example 16", tmp / "bad.txt") != 0);
+  BOOST_TEST(read_text(tmp / "bad.txt").find("--example: 16 is not an example of the test split (0..15)") != std::string::npos,
+             read_text(tmp / "bad.txt"));
+  BOOST_TEST(!fs::exists(sinusoidal / "figures"));
+  BOOST_REQUIRE(run("figures " + sinusoidal.string(), tmp / "sin_fig.txt") == 0);
+  BOOST_TEST(fs::exists(sinusoidal / "figures" / "cross_attention.png"));
+  BOOST_TEST(fs::exists(sinusoidal / "figures" / "curves.png"));
+  BOOST_TEST(!fs::exists(sinusoidal / "figures" / "ape_angles.png"));
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_one_clear_line) {

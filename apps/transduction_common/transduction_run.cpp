@@ -1,21 +1,22 @@
 // The transduction apps' train and eval jobs (see transduction_run.h).
 // Shapes: letters of shape_legend.h (N source tokens, T decoder steps, V vocabulary).
-#include "apps/seqtasks/transduction_run.h"
+#include "apps/transduction_common/transduction_run.h"
 
 #include <cmath>
 #include <numeric>
 
+#include "apps/common/data_parallel.h"
 #include "apps/common/mask_generators.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/progress.h"
 #include "apps/common/run_checkpoints.h"
-#include "apps/common/run_dir.h"
 #include "attention/transduction/greedy_decoding.h"
 #include "datasets/transduction/transduction_metrics.h"
 #include "nn/adam.h"
 #include "nn/atomic_file.h"
 #include "nn/checkpoint.h"
 #include "nn/losses.h"
+#include "nn/mask_rows.h"
 #include "nn/lr_schedule.h"
 
 namespace posgrad::transduction_app {
@@ -31,8 +32,49 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
   return randperm(n, gen).to_vector<int64_t>();
 }
 
+// The rows of a global batch of B rows that a rank computes: contiguous, the first B mod size
+// ranks one more than the others (even shards, as distributed/data_shard.h cuts them, whenever
+// size divides B; the last batch of an epoch may be smaller).
+struct Rows {
+  int64_t first = 0, count = 0;
+};
+Rows rows_of_rank(int64_t B, int rank, int size) {
+  const int64_t r = rank, n = size;
+  const int64_t first = r * B / n, end = (r + 1) * B / n;
+  return {first, end - first};
+}
+
+// Rows [first, first + count) of every tensor of the batch, with the whole batch's padding; a
+// count of 0 gives the first row (computed with weight 0: see train()).
+static_assert(sizeof(TransductionBatch) == 9 * sizeof(Tensor),
+              "batch_rows cuts the 9 tensors of TransductionBatch: cut a new field too");
+TransductionBatch batch_rows(const TransductionBatch& b, Rows rows) {
+  const int64_t first = rows.count > 0 ? rows.first : 0, count = std::max<int64_t>(rows.count, 1);
+  const auto cut = [&](const Tensor& x) { return x.defined() ? x.narrow(0, first, count).contiguous() : x; };
+  return {.source = cut(b.source),
+          .source_mask = cut(b.source_mask),
+          .decoder_input = cut(b.decoder_input),
+          .decoder_target = cut(b.decoder_target),
+          .target_mask = cut(b.target_mask),
+          .input_mask = cut(b.input_mask),
+          .decoder_mask = cut(b.decoder_mask),
+          .source_heap = cut(b.source_heap),
+          .decoder_heap = cut(b.decoder_heap)};
+}
+
 
 }  // namespace
+
+TransductionExperiment shared_experiment(const TransductionSettings& c, const std::string& app,
+                                         const std::string& description) {
+  if (c.device != "cpu") fail("device: {} trains on the CPU only for now (got '{}')", app, c.device);
+  TransductionExperiment x;
+  x.app = app;
+  x.description = description;
+  x.seed = static_cast<uint64_t>(c.seed);
+  x.train = c.train;
+  return x;
+}
 
 Tensor source_padding(const TransductionBatch& batch) {
   return eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype()));
@@ -85,8 +127,12 @@ SplitScore score_split(EncoderDecoder& model, const std::vector<TransductionExam
 
 void train(const TransductionExperiment& x, const Settings& settings, const TrainRequest& request) {
   const TrainSettings& t = x.train;
-  Generator gen(x.seed);
+  DataParallel dp(kCPU);
+  dp.shard(t.batch_size, "train.batch_size");  // refuses a batch the ranks cannot share
+  const uint64_t seed = dp.seed(x.seed);
+  Generator gen(seed);
   EncoderDecoder model(x.model, gen);
+  dp.replicate(model);
   AdamW opt(model.parameters(), {.lr = t.lr, .weight_decay = t.weight_decay});
   const int64_t n_train = static_cast<int64_t>(x.data.train.size());
   const int64_t batches = (n_train + t.batch_size - 1) / t.batch_size;
@@ -100,13 +146,13 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
     model.forward(make_transduction_batch(x.data.train, {0}));
     model.train();
   }
-  RunDir run = open_run_dir(request, settings);
+  RunDir run = dp.open_run_dir(request, settings, dp.describe(t.batch_size, 1, t.lr));
   RunCheckpoints checkpoints(run, model, opt, gen, {.metric = "dev_loss", .higher_is_better = false});
   TrainingPosition at;
   double loss_sum = 0, best_dev = INFINITY;
   int64_t loss_batches = 0, best_epoch = 0;
   if (request.resume) {
-    at = checkpoints.restore_latest();
+    at = dp.restore(checkpoints);
     run.drop_metrics_after(at.step);
     loss_sum = at.extra.value("loss_sum", 0.0);
     loss_batches = at.extra.value("loss_batches", int64_t{0});
@@ -132,18 +178,36 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
   progress.start_at(at.step);
   const auto reached_max = [&] { return t.max_steps > 0 && at.step >= t.max_steps; };
   while (at.epoch < t.epochs && !reached_max()) {
-    const std::vector<int64_t> order = epoch_order(n_train, x.seed, at.epoch);
+    const std::vector<int64_t> order = epoch_order(n_train, seed, at.epoch);
     for (int64_t b = at.batch_in_epoch; b < batches && !reached_max(); ++b) {
       const int64_t lo = b * t.batch_size, hi = std::min(n_train, lo + t.batch_size);
-      const TransductionBatch batch =
+      // Every rank batches the whole global batch (so its padding is the single process's) and
+      // computes its rows (rows_of_rank).
+      const TransductionBatch global =
           make_transduction_batch(x.data.train, std::vector<int64_t>(order.begin() + lo, order.begin() + hi));
+      const Rows mine = rows_of_rank(global.size(), dp.rank(), dp.size());
+      const TransductionBatch batch = batch_rows(global, mine);
+      // The loss of the global batch is its mean over the scored tokens of all rows: each rank
+      // sums its tokens' losses and divides by the global count; the ranks' gradients are then
+      // averaged (divided by the rank count), hence the factor size. A rank without rows (a
+      // last batch smaller than the rank count) computes one row with weight 0, so that it
+      // still joins the gradients' all-reduce.
+      const double scored = sum(global.target_mask).item();
+      const double weight = mine.count > 0 ? static_cast<double>(dp.size()) / scored : 0.0;
       opt.set_lr(schedule.lr_at(at.step));
-      Variable loss =
-          cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Mean, kIgnoreTarget, t.label_smoothing);
-      const double value = loss.item();
+      // Dropout masks: the single process's masks of this rank's rows (nn/mask_rows.h). (Not
+      // the same as one process's: model.scale_grad_by_freq, whose embedding counts a token in
+      // this rank's rows, not in the global batch; docs/distributed.md.)
+      const MaskRowsScope mask_rows({.first = mine.count > 0 ? mine.first : 0, .count = batch.size(), .global = global.size()});
+      Variable local_sum =
+          cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Sum, kIgnoreTarget, t.label_smoothing);
+      const double value = dp.sum(mine.count > 0 ? local_sum.item() / scored : 0.0);  // the global batch's loss
       check_finite_loss(value, at.step + 1, checkpoints.latest_path());
+      Variable loss = local_sum * weight;
       opt.zero_grad();
+      dp.overlap_next_backward();
       loss.backward();
+      dp.average_gradients();
       check_finite_gradients(model, at.step + 1, checkpoints.latest_path());
       opt.step();
       ++at.step;
@@ -157,6 +221,13 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
     if (epoch_done) at.next_epoch();
     const bool last = at.epoch >= t.epochs || reached_max();
     if (!(epoch % t.eval_every == 0 || epoch > t.eval_all_after || last)) continue;
+    // The dev loss, the metrics line and the checkpoints, on rank 0 (the others only keep the
+    // running sums in step).
+    if (!dp.writes()) {
+      loss_sum = 0;
+      loss_batches = 0;
+      continue;
+    }
     const SplitScore dev = score_split(model, x.data.dev, t.eval_batch_size, {});
     if (dev.loss < best_dev) {
       best_dev = dev.loss;
@@ -178,6 +249,7 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
     checkpoints.offer_best(at, dev.loss);
   }
   progress.finish();
+  if (!dp.writes()) return;
 
   // The best checkpoint (lowest dev loss) on the test split.
   model.load_state_dict(load_checkpoint(checkpoints.best_path()).model);
@@ -192,6 +264,7 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
                          {"steps", at.step},
                          {"parameters", model.num_parameters()},
                          {"seconds", run.seconds_since_open()},
+                         {"data_parallel", dp.summary()},
                          {"best_checkpoint", checkpoints.best_path().filename().string()}};
   summary.update(x.summary);
   run.write_summary(summary);

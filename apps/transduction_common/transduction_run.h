@@ -14,9 +14,17 @@
 // metrics.jsonl has one record per evaluated epoch (train and dev loss, dev perplexity, lr): the
 // learning curves. Checkpoints at every evaluation (latest and best); --resume continues exactly
 // (the dropout generators included).
+// Data parallel (apps/common/data_parallel.h): under `mpirun -np N` each rank batches every
+// global batch of the epoch's seeded order whole (the single process's padding) and computes a
+// contiguous slice of its rows; the loss is the global batch's mean over its scored tokens (each
+// rank divides its tokens' summed loss by the global count), and the dropout masks are the single
+// process's (nn/mask_rows.h), so N ranks train as one process with the same train.batch_size, to
+// float rounding, but for model.scale_grad_by_freq (the embedding counts a token in the rank's
+// rows, not in the global batch: docs/distributed.md). Rank 0 alone scores the dev split, writes the run
+// folder and scores the test split; --resume works with another rank count.
 // Deliberately does not: know the tasks or how greedy decoding finds its positions (the app gives
 // the data and a GreedyMatcher), decode user input, run sweeps (posgrad-sweep runs the app once
-// per cell), or split batches across processes.
+// per cell), or share the dev and test scoring across ranks.
 #pragma once
 
 #include <functional>
@@ -25,7 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/common/cli.h"
-#include "apps/seqtasks/transduction_settings.h"
+#include "apps/transduction_common/transduction_settings.h"
 #include "datasets/transduction/transduction_batch.h"
 
 namespace posgrad::transduction_app {
@@ -51,6 +59,12 @@ struct TransductionExperiment {
   GreedyMatcher greedy_matches;
   nlohmann::json summary;    // keys added to summary.json (task, scheme, ...)
 };
+
+// What every app's experiment takes from the shared settings: the app's name and description, the
+// seed, the recipe; a device other than cpu is an Error. The app fills in data, model,
+// greedy_matches and summary.
+TransductionExperiment shared_experiment(const TransductionSettings& c, const std::string& app,
+                                         const std::string& description);
 
 // The three metrics over a split, with the model in evaluation mode (restored after).
 struct SplitScore {

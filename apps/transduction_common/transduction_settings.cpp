@@ -1,14 +1,29 @@
 // The transduction apps' shared settings (see transduction_settings.h).
-#include "apps/seqtasks/transduction_settings.h"
+#include "apps/transduction_common/transduction_settings.h"
 
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "tensor/error.h"
 
 namespace posgrad::transduction_app {
+
+void declare_seed_and_device(apps::Settings& s, TransductionSettings& c, const std::string& app) {
+  s.add("seed", c.seed, "the model's initialisation, dropout and shuffling (the data have their own data.seed)").at_least(0);
+  s.add("device", c.device, fmt::format("cpu (the only device {} trains on for now)", app));
+}
+
+void declare_parts_model_and_recipe(apps::Settings& s, TransductionSettings& c, const std::string& scheme_help) {
+  s.add("data.train", c.parts.train, "training examples").at_least(1);
+  s.add("data.dev", c.parts.dev, "development examples (checkpoint selection)").at_least(1);
+  s.add("data.test", c.parts.test, "test examples").at_least(1);
+  s.add("data.seed", c.parts.seed, "the one random stream of the three parts (the paper: 42 for every run)").at_least(0);
+  declare(s, c.model, scheme_help);
+  declare(s, c.train);
+}
 
 void declare(apps::Settings& s, ModelSettings& m, const std::string& scheme_help) {
   s.add("model.positional", m.positional, scheme_help);
