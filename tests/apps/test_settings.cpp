@@ -15,7 +15,7 @@ using posgrad::test::check_error;
 
 namespace {
 
-struct Example {
+struct ExampleFields {
   int64_t seed = 0;
   bool verbose = false;
   double lr = 0.01;
@@ -29,7 +29,7 @@ struct Example {
 };
 
 struct Declared {
-  Example e;
+  ExampleFields e;
   Settings s;
   Declared() {
     s.add("seed", e.seed, "random seed");
@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(describe_lists_every_setting_with_type_default_and_help) {
 }
 
 BOOST_AUTO_TEST_CASE(declaration_mistakes_are_caught) {
-  Example e;
+  ExampleFields e;
   Settings s;
   s.add("train.lr", e.lr, "");
   check_error([&] { s.add("train.lr", e.warmup, ""); }, {"declared twice"});

@@ -21,7 +21,7 @@ namespace {
 
 using posgrad::test::expect_close;
 
-const char* kGoldenFiles[] = {"transformer_prenorm_gelu.safetensors", "transformer_postnorm_relu.safetensors"};
+const char* kTransformerGoldenFiles[] = {"transformer_prenorm_gelu.safetensors", "transformer_postnorm_relu.safetensors"};
 
 // Loads the golden weights, runs the model on `device` and compares everything (values come back
 // to the CPU for the comparison).
@@ -81,7 +81,7 @@ void check_golden_transformer(const std::string& file, Device device) {
 
 BOOST_AUTO_TEST_SUITE(golden_pytorch)
 
-BOOST_DATA_TEST_CASE(transformer_classifier_matches_pytorch, bdata::make(kGoldenFiles), file) {
+BOOST_DATA_TEST_CASE(transformer_classifier_matches_pytorch, bdata::make(kTransformerGoldenFiles), file) {
   check_golden_transformer(file, kCPU);
 }
 
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_SUITE_END()
 // The same golden files on the GPU (reported as skipped where there is none).
 BOOST_AUTO_TEST_SUITE(golden_pytorch_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
 
-BOOST_DATA_TEST_CASE(transformer_classifier_matches_pytorch_on_cuda, bdata::make(kGoldenFiles), file) {
+BOOST_DATA_TEST_CASE(transformer_classifier_matches_pytorch_on_cuda, bdata::make(kTransformerGoldenFiles), file) {
   check_golden_transformer(file, posgrad::test::kGPU);
 }
 

@@ -63,7 +63,7 @@ PosattnClassifierConfig config_from(const nlohmann::json& j) {
   return c;
 }
 
-const char* kGoldenFiles[] = {"posattn_siren1d_span.safetensors", "posattn_siren2d_span.safetensors",
+const char* kPosattnGoldenFiles[] = {"posattn_siren1d_span.safetensors", "posattn_siren2d_span.safetensors",
                               "posattn_baseline.safetensors", "posattn_txl_span.safetensors",
                               "posattn_sinusoidal.safetensors", "posattn_learned_absolute.safetensors"};
 
@@ -141,7 +141,7 @@ void check_golden_posattn(const std::string& file, Device device) {
 
 BOOST_AUTO_TEST_SUITE(posattn_golden)
 
-BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch, bdata::make(kGoldenFiles), file) {
+BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch, bdata::make(kPosattnGoldenFiles), file) {
   check_golden_posattn(file, kCPU);
 }
 
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_SUITE_END()
 // The same golden files on the GPU (reported as skipped where there is none).
 BOOST_AUTO_TEST_SUITE(posattn_golden_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
 
-BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch_on_cuda, bdata::make(kGoldenFiles), file) {
+BOOST_DATA_TEST_CASE(posattn_classifier_matches_pytorch_on_cuda, bdata::make(kPosattnGoldenFiles), file) {
   check_golden_posattn(file, posgrad::test::kGPU);
 }
 

@@ -38,11 +38,11 @@ namespace bdata = boost::unit_test::data;
 
 namespace {
 
-struct SchemeCase {
+struct BasicSchemeCase {
   std::string label, name;
   std::map<std::string, std::string> options;
 };
-std::ostream& operator<<(std::ostream& os, const SchemeCase& c) { return os << c.label; }
+std::ostream& operator<<(std::ostream& os, const BasicSchemeCase& c) { return os << c.label; }
 
 std::shared_ptr<AttentionHook> build(const std::string& name, std::map<std::string, std::string> options, int64_t D,
                                      int64_t H, std::vector<int64_t> structure, Generator& gen) {
@@ -87,7 +87,7 @@ class SchemeLayer : public Module {
   std::shared_ptr<MultiHeadAttention> attn_;
 };
 
-const SchemeCase kCases[] = {
+const BasicSchemeCase kSchemeCases[] = {
     {"sinusoidal", "sinusoidal", {}},
     {"learned_absolute", "learned_absolute", {}},
     {"learned_absolute_clamped", "learned_absolute", {{"size", "4"}, {"clamp", "true"}}},
@@ -97,7 +97,7 @@ const SchemeCase kCases[] = {
     {"shaw_per_head", "shaw", {{"window", "3"}, {"per_head", "true"}}},
     {"alibi", "alibi", {}},
 };
-const SchemeCase kRelativeCases[] = {
+const BasicSchemeCase kRelativeCases[] = {
     {"rope_tuned", "rope", {{"trainable", "true"}}},
     {"shaw_shared", "shaw", {{"window", "2"}}},
     {"shaw_per_head", "shaw", {{"window", "2"}, {"per_head", "true"}}},
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_SUITE(schemes_basic)
 
 // ---------------------------------------------------------------------------- gradients
 
-BOOST_DATA_TEST_CASE(gradcheck_through_attention, bdata::make(kCases), c) {
+BOOST_DATA_TEST_CASE(gradcheck_through_attention, bdata::make(kSchemeCases), c) {
   Generator gen(11);
   const int64_t D = 8, H = 2, N = 6;
   SchemeLayer layer(build(c.name, c.options, D, H, {N}, gen), D, H, gen);
@@ -136,7 +136,7 @@ BOOST_DATA_TEST_CASE(gradcheck_causal_fused_path, bdata::make(kRelativeCases), c
 
 BOOST_AUTO_TEST_CASE(gradcheck_grid_extensions) {
   // Shaw with per-axis clipping, ALiBi with Euclidean distance, RoPE with split axes on a 2x3 grid.
-  const std::vector<SchemeCase> cases = {{"shaw", "shaw", {{"window", "1"}}},
+  const std::vector<BasicSchemeCase> cases = {{"shaw", "shaw", {{"window", "1"}}},
                                          {"alibi", "alibi", {}},
                                          {"rope", "rope", {{"axes", "split"}, {"trainable", "true"}}}};
   for (const auto& c : cases) {

@@ -36,9 +36,9 @@ struct DeviceCase {
 };
 std::ostream& operator<<(std::ostream& os, const DeviceCase& c) { return os << c.label; }
 
-constexpr int64_t kWidth = 16, kHeads = 2, kBatch = 2;
+constexpr int64_t kDeviceWidth = 16, kDeviceHeads = 2, kDeviceBatch = 2;
 
-const DeviceCase kCases[] = {
+const DeviceCase kDeviceCases[] = {
     {"none", {{"none", {}}}},
     {"sinusoidal", {{"sinusoidal", {}}}},
     {"learned_absolute", {{"learned_absolute", {}}}},
@@ -88,20 +88,20 @@ LayerRun run_on(const DeviceCase& c, Device device) {
   std::vector<std::shared_ptr<AbsoluteEncoding>> absolute;
   for (const auto& [name, options] : c.hooks) {
     auto hook = make_hook(HookSpec{name, HookOptions(options)},
-                          HookContext{.width = kWidth, .heads = kHeads, .structure = structure}, gen);
+                          HookContext{.width = kDeviceWidth, .heads = kDeviceHeads, .structure = structure}, gen);
     if (auto a = std::dynamic_pointer_cast<AbsoluteEncoding>(hook))
       absolute.push_back(layer.register_module(fmt::format("absolute.{}", absolute.size()), a));
     else
       hooks.push_back(hook);
   }
-  MultiHeadAttention& mha = *layer.register_module("attn", std::make_shared<MultiHeadAttention>(kWidth, kHeads, gen, hooks));
+  MultiHeadAttention& mha = *layer.register_module("attn", std::make_shared<MultiHeadAttention>(kDeviceWidth, kDeviceHeads, gen, hooks));
   layer.to(kFloat64);
   layer.to(device);
   Generator data(9);
   const int64_t N = pos.tokens();
-  Variable x(normal({kBatch, N, kWidth}, 0, 1, data, kFloat64).to(device), true);
-  const Tensor weights = normal({kBatch, N, kWidth}, 0, 1, data, kFloat64).to(device);
-  Tensor pad = Tensor::zeros({kBatch, N}, kFloat64);
+  Variable x(normal({kDeviceBatch, N, kDeviceWidth}, 0, 1, data, kFloat64).to(device), true);
+  const Tensor weights = normal({kDeviceBatch, N, kDeviceWidth}, 0, 1, data, kFloat64).to(device);
+  Tensor pad = Tensor::zeros({kDeviceBatch, N}, kFloat64);
   pad.narrow(0, 1, 1).narrow(1, N - 1, 1).fill_(1.0);
   AttentionMasks masks;
   masks.key_padding = pad.to(device);
@@ -129,7 +129,7 @@ void check_agree(const LayerRun& cpu, const LayerRun& gpu, const std::string& la
 
 }  // namespace
 
-BOOST_DATA_TEST_CASE(schemes_cuda_cpu_half, bdata::make(kCases), c) {
+BOOST_DATA_TEST_CASE(schemes_cuda_cpu_half, bdata::make(kDeviceCases), c) {
   // Every case builds and runs on the CPU, with finite results (the GPU suite compares to these).
   const LayerRun r = run_on(c, kCPU);
   BOOST_TEST(std::isfinite(sum(abs(r.out)).item()));
@@ -138,7 +138,7 @@ BOOST_DATA_TEST_CASE(schemes_cuda_cpu_half, bdata::make(kCases), c) {
 
 BOOST_AUTO_TEST_SUITE(schemes_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
 
-BOOST_DATA_TEST_CASE(scheme_on_the_gpu_matches_the_cpu, bdata::make(kCases), c) {
+BOOST_DATA_TEST_CASE(scheme_on_the_gpu_matches_the_cpu, bdata::make(kDeviceCases), c) {
   check_agree(run_on(c, kCPU), run_on(c, posgrad::test::kGPU), c.label);
 }
 
@@ -148,10 +148,10 @@ BOOST_AUTO_TEST_CASE(computed_share_follows_the_device) {
   Generator gen(3);
   const Positions grid = Positions::grid({8, 8});
   auto span = make_hook(HookSpec{"gaussian_span", HookOptions{{"sigma", "0.1"}, {"threshold", "0.1"}}},
-                        HookContext{.width = kWidth, .heads = kHeads, .structure = {8, 8}}, gen);
-  MultiHeadAttention mha(kWidth, kHeads, gen, {span});
+                        HookContext{.width = kDeviceWidth, .heads = kDeviceHeads, .structure = {8, 8}}, gen);
+  MultiHeadAttention mha(kDeviceWidth, kDeviceHeads, gen, {span});
   Generator data(4);
-  const Tensor x = normal({1, 64, kWidth}, 0, 1, data);
+  const Tensor x = normal({1, 64, kDeviceWidth}, 0, 1, data);
   mha.forward(Variable(x), {}, &grid);
   BOOST_TEST(mha.last_computed_share(grid) < 0.5);  // a 5 x 5 box of the 8 x 8 grid at most
   mha.to(posgrad::test::kGPU);
