@@ -1,6 +1,6 @@
 // The apps trained data-parallel, as `mpirun -np 2` (issue 29): a 2-rank run equals a 1-rank run
-// with the same global batch (count24, charlm, cct, seqtasks, treetasks; with dropout and DropPath
-// on for charlm, cct, seqtasks and treetasks), data parallel with gradient
+// with the same global batch (count24, charlm, posattn, cct, seqtasks, treetasks; with dropout and
+// DropPath on for charlm, posattn, cct, seqtasks and treetasks), data parallel with gradient
 // accumulation equals one large batch (posattn), a resumed 2-rank run repeats the uninterrupted
 // one (with 2 ranks exactly, with 1 rank to the tolerance; cct's and seqtasks' 2-rank runs resumed
 // as 1 rank, seqtasks' 1-rank run as 2), a
@@ -446,6 +446,18 @@ BOOST_AUTO_TEST_CASE(two_ranks_with_accumulation_equal_one_large_batch) {
   parameters_agree(a, b);
   BOOST_TEST(read_text(a / "config.yaml").find("global batch 20 = 2 x 10 per rank; 2 batches per optimizer step, so the "
                                                "effective batch is 40") != std::string::npos);
+}
+
+// 2 ranks x batch 20 against 1 rank x batch 20 with posattn's dropout (input, blocks, output) at
+// 0.2: each rank draws its rows' part of the global batch's masks (nn/mask_rows.h).
+BOOST_AUTO_TEST_CASE(two_ranks_equal_one_rank_with_dropout) {
+  TempDir tmp;
+  const fs::path a = tmp.path() / "a", b = tmp.path() / "b";
+  const std::string args = kPosattnTiny + " -Dmodel.dropout=0.2 -Dtrain.batch_size=20 -Dtrain.accumulation=1 --out ";
+  BOOST_REQUIRE_MESSAGE(launch(2, "posattn", args + a.string(), tmp.path() / "a.txt") == 0, read_text(tmp.path() / "a.txt"));
+  BOOST_REQUIRE_MESSAGE(launch(1, "posattn", args + b.string(), tmp.path() / "b.txt") == 0, read_text(tmp.path() / "b.txt"));
+  metrics_agree(a, b, {"train_loss", "val_loss", "val_acc"});
+  parameters_agree(a, b);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
