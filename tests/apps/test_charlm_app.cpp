@@ -288,15 +288,17 @@ BOOST_AUTO_TEST_CASE(eval_and_sample_take_their_settings_in_either_position) {
   BOOST_TEST(read_text(log).find("--out") != std::string::npos, read_text(log));
 }
 
-// Every registered relative scheme trains (siren, t5_bias here), on both attention paths; t5_bias
-// (offsets only) also samples; the old setting names (model.position, model.fused) still load,
-// and the new model.attention refuses what it does not know.
+// Every registered relative scheme trains (siren, t5_bias, ape here), on both attention paths,
+// and samples (ape rotates queries and keys: the K/V cache keeps counting positions); the old
+// setting names (model.position, model.fused) still load, and the new model.attention refuses
+// what it does not know.
 BOOST_AUTO_TEST_CASE(registered_schemes_train_and_old_setting_names_load) {
   TempDir tmp;
   const fs::path data = tmp.path() / "text.txt", log = tmp.path() / "t.txt";
   write_file(data, sample_text());
   for (const std::string& scheme : {"siren -Dmodel.positional_options=[hidden=8,normalized=false]",
-                                    "t5_bias -Dmodel.positional_options=[buckets=8,max_distance=16]"})
+                                    "t5_bias -Dmodel.positional_options=[buckets=8,max_distance=16]",
+                                    "ape -Dmodel.attend_self=true"})
     for (const std::string& path : {"auto", "reference"}) {
       const fs::path out = tmp.path() / fmt::format("run_{}_{}", scheme.substr(0, scheme.find(' ')), path);
       const std::string args = "train " + tiny(data) + " -Dtrain.steps=3 -Dmodel.attention=" + path +
@@ -306,8 +308,10 @@ BOOST_AUTO_TEST_CASE(registered_schemes_train_and_old_setting_names_load) {
       BOOST_TEST(read_text(out / "config.yaml").find("positional: " + scheme.substr(0, scheme.find(' '))) !=
                  std::string::npos);
     }
-  const fs::path t5 = tmp.path() / "run_t5_bias_auto";
-  BOOST_TEST(run("sample --checkpoint " + t5.string() + " --tokens 5", log) == 0, read_text(log));
+  for (const std::string scheme : {"siren", "t5_bias", "ape"}) {
+    const fs::path trained = tmp.path() / ("run_" + scheme + "_auto");
+    BOOST_TEST(run("sample --checkpoint " + trained.string() + " --tokens 5", log) == 0, scheme << ":\n" << read_text(log));
+  }
   const fs::path old = tmp.path() / "old";
   BOOST_TEST(run("train " + tiny(data) + " -Dtrain.steps=2 -Dmodel.position=alibi -Dmodel.fused=false --out " +
                      old.string(), log) == 0, read_text(log));

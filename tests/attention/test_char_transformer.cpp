@@ -320,11 +320,12 @@ BOOST_DATA_TEST_CASE(incremental_logits_equal_a_full_forward, bdata::make({"key_
 
 // The fused path (CharAttentionConfig::path) against the reference path: the same model and
 // the same segments, logits and every gradient (span parameters, key_pe, u, v, W_kR, the
-// registered schemes' parameters included) in float64, for the LM's own schemes and registered
-// ones (t5_bias, shaw, siren). The first segment starts from an empty cache (the window reaches zero slots), the
-// second from a cache longer than the trimmed window.
+// registered schemes' parameters included) in float64, for the schemes the paper's code knew
+// (key_pe, transformer_xl, rope, alibi, none) and others (t5_bias, shaw, siren, ape). The first
+// segment starts from an empty cache (the window reaches zero slots), the second from a cache
+// longer than the trimmed window.
 BOOST_DATA_TEST_CASE(fused_path_equals_the_reference,
-                     bdata::make({"key_pe", "transformer_xl", "rope", "alibi", "none", "t5_bias", "shaw", "siren"}) *
+                     bdata::make({"key_pe", "transformer_xl", "rope", "alibi", "none", "t5_bias", "shaw", "siren", "ape"}) *
                          bdata::make({false, true}) * bdata::make({false, true}),
                      position, attend_self, pre_norm) {
   if (attend_self && std::string(position) == "key_pe") return;  // key_pe starts at distance 1
@@ -378,7 +379,7 @@ BOOST_DATA_TEST_CASE(kept_probabilities_are_the_same_on_both_paths, bdata::make(
 // window (the cache is trimmed to W_l - s keys per layer, so a token's cost does not grow): float64
 // to 1e-10, float32 to 2e-5 (the float32 path sums in another order).
 BOOST_DATA_TEST_CASE(kv_cached_decoding_equals_a_full_forward,
-                     bdata::make({"key_pe", "rope", "alibi", "transformer_xl", "none"}) * bdata::make({false, true}) *
+                     bdata::make({"key_pe", "rope", "alibi", "transformer_xl", "none", "ape"}) * bdata::make({false, true}) *
                          bdata::make({false, true}),
                      position, attend_self, single) {
   if (attend_self && std::string(position) == "key_pe") return;
