@@ -2,8 +2,10 @@
 # The sanitizer stage of CI (.ci/run runs it after scripts/test.sh): builds every target with
 # AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer into ./build-asan, then
 # runs the C++ tests through CTest there. Any sanitizer report fails the test that produced it.
-#   - build type Debug with -O1 -g: -O0 makes the training tests several times slower, -O2
-#     compiles slower; -O1 keeps the whole CI run within its time budget.
+#   - build type Debug with -O1 -g1: -O0 makes the training tests several times slower, -O2
+#     compiles slower; -O1 keeps the whole CI run within its time budget. -g1 (line tables, no
+#     variable or type information) is all a sanitizer report needs for its file:line stacks, and
+#     compiles about a sixth faster than -g (docs/reliability/sanitizers.md).
 #   - POSGRAD_CUDA=OFF: nvcc's code is not instrumented, the CUDA runtime clashes with ASan's
 #     shadow memory, and no GPU runs in CI anyway.
 #   - left out: the tests that only run shell scripts on the source tree and configure scratch
@@ -23,7 +25,7 @@ scripts/install_deps.sh
 
 generator=()
 if [[ ! -f $build/CMakeCache.txt && -z ${CMAKE_GENERATOR:-} ]]; then generator=(-G Ninja); fi
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
       -DPOSGRAD_CUDA=OFF -DPOSGRAD_SANITIZE=address,undefined "$@" -DPOSGRAD_TESTS=ON -DPOSGRAD_BENCH=ON
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)"
 
@@ -48,5 +50,6 @@ echo "ASAN_OPTIONS=$ASAN_OPTIONS"
 echo "UBSAN_OPTIONS=$UBSAN_OPTIONS"
 echo "LSAN_OPTIONS=$LSAN_OPTIONS"
 
-ctest --test-dir "$build" --output-on-failure --no-tests=error --timeout 1800 \
+# One slot per core, as in scripts/test.sh (each test's PROCESSORS: tests/CMakeLists.txt).
+ctest --test-dir "$build" --output-on-failure --no-tests=error --timeout 1800 --parallel "$(nproc 2>/dev/null || echo 2)" \
       -E '^(scripts_order|plain_configure|plain_configure_cpu_only)$'

@@ -10,7 +10,8 @@
 #     configures or builds build/, so it cannot undo test.sh's configure or rebuild its objects;
 #   - test.sh configures build/ with POSGRAD_TESTS=ON and POSGRAD_BENCH=ON last, so they win over
 #     its own arguments and over the cache, builds every target, and runs CTest with
-#     --no-tests=error, so that "no tests were found" fails;
+#     --no-tests=error, so that "no tests were found" fails, and with one slot per core
+#     (--parallel N; the tests' PROCESSORS keep them from oversubscribing the cores);
 #   - a script's first run makes its folder with Ninja, a later run keeps the folder's generator.
 # It does not build anything: the clean-clone runs of both orders are done by hand (or CI).
 # Usage: check_scripts.sh SOURCE_DIR
@@ -94,6 +95,7 @@ for order in "demo test demo" "test demo test"; do
       check "$step builds every target" lacks "$log" "^cmake --build .*--target"
       check "$step fails when CTest finds no test" has_line "$log" "^ctest .*--no-tests=error"
       check "$step runs the tests of build/" has_line "$log" "^ctest .*--test-dir build"
+      check "$step runs tests side by side, one slot per core" has_line "$log" "^ctest .*--parallel [1-9]"
     fi
   done
 done

@@ -49,10 +49,12 @@ if(doc_targets)
   add_dependencies(doc_snippets ${doc_targets})
 endif()
 
-# Builds the programs above (a failed compile shows the Markdown file and line).
+# Builds the programs above (a failed compile shows the Markdown file and line), one compile at a
+# time: it takes one CTest slot (PROCESSORS 1), beside the apps suite, and starts first (COST), as
+# the two docs tests wait for it.
 add_test(NAME docs_snippets_build
-         COMMAND ${CMAKE_COMMAND} --build ${PROJECT_BINARY_DIR} --target doc_snippets)
-set_tests_properties(docs_snippets_build PROPERTIES FIXTURES_SETUP doc_snippets)
+         COMMAND ${CMAKE_COMMAND} --build ${PROJECT_BINARY_DIR} --target doc_snippets --parallel 1)
+set_tests_properties(docs_snippets_build PROPERTIES FIXTURES_SETUP doc_snippets COST 1000)
 if(POSGRAD_BENCH)
   set(doc_bench_built ON)  # the documented benchmark commands run; without them they are skipped
 else()
@@ -61,11 +63,13 @@ endif()
 add_test(NAME docs
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_docs.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/bin
                  ${doc_dir}/bin ${doc_bench_built})
-set_tests_properties(docs PROPERTIES FIXTURES_REQUIRED doc_snippets ENVIRONMENT "OMP_NUM_THREADS=2")
+# One thread: the documented commands' results do not depend on it (the suites test the threaded
+# kernels), and the test then takes one core beside the others (tests/CMakeLists.txt, PROCESSORS).
+set_tests_properties(docs PROPERTIES FIXTURES_REQUIRED doc_snippets ENVIRONMENT "OMP_NUM_THREADS=1")
 # The same check as a fresh clone with no data beside it sees it: no POSGRAD_DATA_DIR and no
 # ../shared/data search (POSGRAD_DATA_SEARCH=off); the commands that need a data set are skipped.
 add_test(NAME docs_without_data
          COMMAND ${CMAKE_COMMAND} -E env --unset=POSGRAD_DATA_DIR POSGRAD_DATA_SEARCH=off
                  bash ${CMAKE_CURRENT_LIST_DIR}/check_docs.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/bin
                  ${doc_dir}/bin ${doc_bench_built})
-set_tests_properties(docs_without_data PROPERTIES FIXTURES_REQUIRED doc_snippets ENVIRONMENT "OMP_NUM_THREADS=2")
+set_tests_properties(docs_without_data PROPERTIES FIXTURES_REQUIRED doc_snippets ENVIRONMENT "OMP_NUM_THREADS=1")
