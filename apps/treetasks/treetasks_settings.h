@@ -3,8 +3,8 @@
 // recipe settings (apps/transduction_common/transduction_settings.h), defaulting to the paper's full
 // configuration (configs/treetasks/full.yaml repeats it; configs/treetasks/quick.yaml is the
 // 2-core size; configs/treetasks/schemes/ picks a scheme).
-// Positions: "ape_tree" reads the nodes' heap positions; every other scheme reads the flattened
-// sequence's indices (the paper's flattened baselines, Table 2(b)).
+// Positions: "ape_tree" and "tree_sq" read the nodes' heap positions; every other scheme reads
+// the flattened sequence's indices (the paper's flattened baselines, Table 2(b)).
 // Deliberately does not: load data, build models or train (apps/transduction_common/transduction_run.h).
 #pragma once
 

@@ -13,10 +13,11 @@ TreeSq::TreeSq(int64_t width, int64_t branching, int64_t max_depth, TreeSqTiling
     : width_(width), branching_(branching), max_depth_(max_depth), tiling_(tiling) {
   if (branching < 2) fail("tree_sq: the branching factor must be >= 2, got {}", branching);
   if (max_depth < 1) fail("tree_sq: max_depth must be >= 1, got {}", max_depth);
-  const int64_t slots = branching * max_depth;
-  if (width <= 0 || width % slots != 0)
-    fail("tree_sq: the width {} must be a positive multiple of branching x max_depth = {} x {} = {} word slots", width,
-         branching, max_depth, slots);
+  // Each factor is at most the width before they are multiplied (no overflow).
+  const int64_t slots = branching <= width && max_depth <= width ? branching * max_depth : 0;
+  if (width <= 0 || slots == 0 || width % slots != 0)
+    fail("tree_sq: the width {} must be a positive multiple of the word slots, branching x max_depth = {} x {}", width,
+         branching, max_depth);
   features_ = width / slots;
   Tensor w = Tensor::empty({features_}, kFloat32);
   init::uniform_(w, 0.7, 0.999, gen);

@@ -94,8 +94,10 @@ BOOST_AUTO_TEST_CASE(gradcheck_in_float64) {
 
 BOOST_AUTO_TEST_CASE(bad_input_names_what_is_wrong) {
   Generator gen(5);
-  test::check_error([&] { build({}, 24, gen); }, {"tree_sq", "width 24", "2 x 8 = 16 word slots"});
+  test::check_error([&] { build({}, 24, gen); }, {"tree_sq", "width 24", "word slots, branching x max_depth = 2 x 8"});
   test::check_error([&] { build({{"tiling", "tiled"}}, 32, gen); }, {"tiling", "levels", "released"});
+  test::check_error([&] { build({{"max_depth", "4611686018427387904"}}, 32, gen); }, {"width 32", "2 x 4611686018427387904"});
+  test::check_error([&] { build({{"max_depth", "0"}}, 32, gen); }, {"max_depth must be >= 1, got 0"});
   auto sq = build({{"max_depth", "2"}}, 8, gen);
   const Variable x(Tensor::zeros({1, 3, 8}));
   test::check_error([&] { sq->embed(x, Positions::sequence(3)); }, {"tree_sq", "needs tree (heap) positions", "sequence of 3"});
