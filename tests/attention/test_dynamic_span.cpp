@@ -71,7 +71,7 @@ double spec_span(const Tensor& x, const Tensor& v, const Tensor& b, int64_t S, i
 }
 
 // m(d) = clamp((R + z - (d - 1)) / R, 0, 1) for 1 <= d <= S, else 0.
-double spec_mask(double z, double S, double ramp, int64_t d) {
+double dynamic_span_mask_by_formula(double z, double S, double ramp, int64_t d) {
   if (d < 1 || d > S) return 0.0;
   return std::clamp((ramp + z - static_cast<double>(d - 1)) / ramp, 0.0, 1.0);
 }
@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(spans_and_mask_rows_follow_the_formula_per_token) {
         BOOST_TEST(std::abs(z.at<double>({b, h, t}) - want) < 1e-13);
         zmax = std::max(zmax, want), zmin = std::min(zmin, want);
         for (int64_t c = 0; c < W; ++c)  // column c is distance W - 1 - c
-          BOOST_TEST(std::abs(rows.value().at<double>({b, h, t, c}) - spec_mask(want, S, ramp, W - 1 - c)) < 1e-13);
+          BOOST_TEST(std::abs(rows.value().at<double>({b, h, t, c}) - dynamic_span_mask_by_formula(want, S, ramp, W - 1 - c)) < 1e-13);
       }
   BOOST_TEST_MESSAGE("spans from " << zmin << " to " << zmax);
   BOOST_TEST(zmax - zmin > 3.0);  // the spans really differ per token
@@ -378,7 +378,7 @@ BOOST_AUTO_TEST_SUITE_END()
 // ---------------------------------------------------------------------------- PyTorch golden
 
 namespace {
-const char* kGoldenFiles[] = {"dynamic_span", "dynamic_span_memory"};
+const char* kDynamicSpanGoldenFiles[] = {"dynamic_span", "dynamic_span_memory"};
 }
 
 BOOST_AUTO_TEST_SUITE(golden_dynamic_span)
@@ -386,7 +386,7 @@ BOOST_AUTO_TEST_SUITE(golden_dynamic_span)
 // One attention layer with the dynamic span against tools/golden_dynamic_span.py: the spans, the
 // output, the loss (with the span loss), the input gradient and every parameter gradient on both
 // paths, then 3 Adam steps' losses.
-BOOST_DATA_TEST_CASE(layer_matches_pytorch, bdata::make(kGoldenFiles), file) {
+BOOST_DATA_TEST_CASE(layer_matches_pytorch, bdata::make(kDynamicSpanGoldenFiles), file) {
   const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/" + file + ".safetensors");
   const auto cfg = nlohmann::json::parse(golden.metadata.at("config"));
   std::map<std::string, std::string> options;
