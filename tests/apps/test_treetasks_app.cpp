@@ -2,7 +2,8 @@
 // ROTATE (trees of depth about 3, 64 training examples, a 1 + 1 layer model of width 16) with a
 // flattened baseline: a run writes the three test metrics to summary.json; eval scores the best
 // checkpoint at the perplexity the run reported; decode prints a typed tree's output and whether
-// it is the task's answer; the flattened scheme presets train a step; bad input (a malformed
+// it is the task's answer; the flattened scheme presets train a step; the figures job draws the
+// learning curves and a cross-attention; bad input (a malformed
 // tree, a tree deeper than the tree encoding allows, a label of the wrong kind, an unknown task or
 // scheme) gets one clear line and nothing decoded or written.
 #include <boost/test/unit_test.hpp>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/apps/app_process.h"
+#include "tests/apps/png_pixels.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -80,6 +82,26 @@ BOOST_AUTO_TEST_CASE(flattened_scheme_presets_train_a_step) {
     const std::string args = kTiny + " --config " + entry.path().string() + " -Dtrain.max_steps=1 --out " + (tmp / name).string();
     BOOST_TEST(run(args, tmp / (name + ".txt")) == 0, name << ": " << read_text(tmp / (name + ".txt")));
   }
+}
+
+// figures: the learning curves and the cross-attention on a test example (one panel per decoder
+// layer and head: 1 x 2 here, so wider than high), as PNG and SVG; RoPE has no APE generators,
+// so no angles; an example outside the test split is one clear line and draws nothing.
+BOOST_AUTO_TEST_CASE(figures_job_draws_curves_and_cross_attention) {
+  TempDir tmp;
+  const fs::path rope = tmp / "rope";
+  BOOST_REQUIRE_MESSAGE(run("--out " + rope.string() + " " + kTiny, tmp / "rope.txt") == 0,
+                        read_text(tmp / "rope.txt"));
+  BOOST_TEST(run("figures " + rope.string() + " --example 16", tmp / "bad.txt") != 0);
+  BOOST_TEST(read_text(tmp / "bad.txt").find("--example: 16 is not an example of the test split (0..15)") != std::string::npos,
+             read_text(tmp / "bad.txt"));
+  BOOST_TEST(!fs::exists(rope / "figures"));
+  BOOST_REQUIRE_MESSAGE(run("figures " + rope.string() + " --example 2", tmp / "fig.txt") == 0, read_text(tmp / "fig.txt"));
+  for (const char* f : {"curves.png", "curves.svg", "cross_attention.png", "cross_attention.svg"})
+    BOOST_TEST(fs::file_size(rope / "figures" / f) > 1000u, f);
+  const auto cross = posgrad::test::PngPixels::from_file(rope / "figures" / "cross_attention.png");
+  BOOST_TEST(cross.width() > cross.height());
+  BOOST_TEST(!fs::exists(rope / "figures" / "ape_angles.png"));
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_one_clear_line) {
