@@ -3,6 +3,7 @@
 
 #include "autograd/functions.h"
 #include "nn/init.h"
+#include "nn/token_counts.h"
 
 namespace posgrad {
 
@@ -31,8 +32,8 @@ Variable Embedding::forward(const Tensor& indices) {
   if (!scale_grad_by_freq_) return index_select(weight_, 0, indices);
   // The lookup, with a backward that divides each occurrence's gradient by its row's count.
   const Tensor flat = indices.contiguous().reshape({indices.numel()});                 // [n]
-  const Tensor ones = Tensor::ones({indices.numel()}, weight_.dtype(), indices.device());
-  const Tensor counts = index_select(index_add({num_}, 0, flat, ones), 0, flat);      // [n], >= 1
+  // [n], >= 1: in these indices, or in the global batch of a data-parallel rank (nn/token_counts.h)
+  const Tensor counts = token_counts_of_rows(indices, num_, weight_.dtype(), "Embedding");
   const Shape table = {num_, dim_};
   const int64_t n = indices.numel(), dim = dim_;
   return record("embedding_scale_grad_by_freq", index_select(weight_.value(), 0, indices), {weight_},

@@ -3,7 +3,9 @@
 // PyTorch's nn.Embedding. An index outside [0, num) is an Error naming it and the table size.
 // Option scale_grad_by_freq (PyTorch's flag of the same name; the APE paper's tied embedding uses
 // it, spec ape.md 3.5): the gradient a forward sends to row r is divided by how often r occurs in
-// that forward's indices, so frequent tokens (padding, SOS) do not dominate the table's updates.
+// that forward's indices, so frequent tokens (padding, SOS) do not dominate the table's updates;
+// in a data-parallel rank under a TokenCountsScope (nn/token_counts.h), by its count in the
+// global batch, as in the single process.
 // That backward is deliberately not the gradient of the lookup: gradcheck does not apply to it.
 //
 // Deliberately not here: padding_idx, max_norm and sparse gradients (the gradient is a dense

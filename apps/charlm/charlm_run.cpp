@@ -80,7 +80,7 @@ void declare(Settings& s, CharlmSettings& c) {
             {"false", "reference"}, {"no", "reference"}, {"off", "reference"}, {"0", "reference"}});
   s.add("model.adaptive_cache", c.model.adaptive_cache, "cache the window + cache_margin inputs (else S)");
   s.add("model.cache_margin", c.model.cache_margin, "extra cached inputs in case a span grows").at_least(0);
-  s.add("train.optimizer", c.train.optimizer, "optimizer").choices({"adagrad", "adamw"});
+  s.add("train.optimizer", c.train.optimizer, "optimizer (sgd: plain steps)").choices({"adagrad", "adamw", "sgd"});
   s.add("train.lr", c.train.lr, "peak learning rate").above(0);
   s.add("train.warmup", c.train.warmup, "linear warm-up updates").at_least(0);
   s.add("train.clip", c.train.clip, "adagrad: per-tensor step clip (0: off)").at_least(0);

@@ -23,8 +23,6 @@ int main(int argc, char** argv) {
   SeqtasksSettings c;
   apps::Settings settings;
   declare(settings, c);
-  std::string figures_run, figures_which = "best";
-  int64_t figures_example = 0;
   transduction_app::TransductionApp app{
       .name = "seqtasks",
       .description = "seqtasks: COPY, REPEAT and REVERSE with an encoder-decoder and APE or another scheme",
@@ -34,14 +32,6 @@ int main(int argc, char** argv) {
       .decode_help = "decode words with a trained run and say whether each output is right",
       .input_help = "a word: integer tokens separated by spaces, e.g. \"3 5 7 11\" (repeatable)",
       .file_help = "a file of words, one a line",
-      .more_jobs = [&](apps::AppCommandLine& cli) {
-        CLI::App& job = cli.add_job(
-            "figures", "draw a run's learning curves, APE's rotation angles and the cross-attention on a test example",
-            [&] { draw_figures(c, settings, figures_run, figures_which, figures_example); });
-        apps::refuse_empty(job.add_option("run", figures_run, "the run folder"))->required();
-        job.add_option("--checkpoint", figures_which, "which checkpoint (best, latest)")
-            ->check(CLI::IsMember({"best", "latest"}));
-        job.add_option("--example", figures_example, "the test example whose cross-attention is drawn (from 0)");
-      }};
+      .figures = [&](const transduction_app::FiguresRequest& request) { draw_figures(c, settings, request); }};
   return transduction_app::run_transduction_app(argc, argv, settings, app);
 }

@@ -1,118 +1,27 @@
 // The figures of a seqtasks run (see seqtasks_figures.h).
-// Shapes: letters of shape_legend.h (H heads, T decoder steps, N source tokens).
 #include "apps/seqtasks/seqtasks_figures.h"
 
-#include <cmath>
-
 #include "apps/common/cli.h"
-#include "apps/common/plot.h"
 #include "apps/common/rotation_angles.h"
-#include "apps/common/run_checkpoints.h"
-#include "apps/common/run_dir.h"
 #include "attention/schemes/ape_sequence.h"
-#include "nn/checkpoint.h"
 
 namespace posgrad::seqtasks_app {
 
-using namespace posgrad::apps;
+using transduction_app::AnglePanel;
 
-namespace {
-
-void draw_curves(RunDir& run, const std::vector<nlohmann::json>& records, const std::string& title) {
-  std::vector<double> epochs, train, dev, ppl;
-  for (const auto& r : records) {
-    epochs.push_back(r.value("epoch", 0.0));
-    train.push_back(r.value("train_loss", NAN));
-    dev.push_back(r.value("dev_loss", NAN));
-    ppl.push_back(r.value("dev_ppl", NAN));
-  }
-  Figure fig(1, 2, 520, 380, title);
-  draw_line_plot(fig.canvas(), fig.panel(0, 0), {{"train", epochs, train, std::nullopt, 2.0, 3.0}, {"dev", epochs, dev, std::nullopt, 2.0, 3.0}},
-                 {.title = "cross-entropy per token", .x_label = "epoch", .y_label = "loss"});
-  draw_line_plot(fig.canvas(), fig.panel(0, 1), {{"dev perplexity", epochs, ppl, std::nullopt, 2.0, 3.0}},
-                 {.title = "dev perplexity (1 = every token certain)", .x_label = "epoch", .log_y = true, .legend = false});
-  fig.save_png(run.figure_path("curves"));
-}
-
-void draw_angles(RunDir& run, const ApeSequence& learned, const ApeSequence& initial, int64_t heads,
-                 const std::string& title) {
-  const auto now = rotation_angles_of(learned.generators().matrices().value());     // [H] x [Dh / 2]
-  const auto then = rotation_angles_of(initial.generators().matrices().value());
-  Figure fig(1, 1, 620, 420, title + ": rotation angles of the APE generators");
-  std::vector<Series> series;
-  for (int64_t h = 0; h < heads; ++h) {
-    const auto color = palette(static_cast<int>(h));
-    series.push_back({fmt::format("head {}", h), {}, now[static_cast<size_t>(h)], color, 2.0, 3.0});
-    series.push_back({"", {}, then[static_cast<size_t>(h)], color, 1.0, 0.0, true});
-  }
-  draw_line_plot(fig.canvas(), fig.panel(0, 0), series,
-                 {.title = "learned (solid) vs init (dashed)", .x_label = "rotation plane (sorted)",
-                  .y_label = "angle per position step (rad)"});
-  fig.save_png(run.figure_path("ape_angles"));
-}
-
-void draw_cross_attention(RunDir& run, EncoderDecoder& model, const TransductionExample& e, const std::string& title) {
-  const TransductionBatch batch = make_transduction_batch({e}, {0});
-  {
-    NoGradGuard no_grad;
-    model.eval();
-    model.forward(batch);
-  }
-  const int64_t layers = model.config().decoder_layers, heads = model.config().heads;
-  const int64_t T = batch.decoder_input.size(1), N = batch.source.size(1);
-  const auto labels = [](const Tensor& tokens) {
-    std::vector<std::string> out;
-    for (int64_t t : tokens.to_vector<int64_t>()) out.push_back(std::to_string(t));
-    return out;
-  };
-  const int panel = static_cast<int>(std::clamp<int64_t>(16 * std::max(T, N) + 120, 300, 640));
-  Figure fig(static_cast<int>(layers), static_cast<int>(heads), panel, panel, title);
-  for (int64_t l = 0; l < layers; ++l) {
-    const Tensor probs = model.decoder_layer(l).cross_attention().last_probs().to(kCPU).to(kFloat32).contiguous();  // [1, H, T, N]
-    const auto all = probs.to_vector<float>();
-    for (int64_t h = 0; h < heads; ++h) {
-      const std::vector<float> one(all.begin() + h * T * N, all.begin() + (h + 1) * T * N);  // [T, N]
-      HeatmapOptions o;
-      o.title = fmt::format("decoder layer {}, head {}", l, h);
-      o.x_label = "source token";
-      o.y_label = "decoder input token";
-      o.col_labels = labels(batch.source.reshape({N}));
-      o.row_labels = labels(batch.decoder_input.reshape({T}));
-      o.vmin = 0.0;
-      o.vmax = 1.0;
-      o.colorbar_label = "probability";
-      draw_heatmap(fig.canvas(), fig.panel(static_cast<int>(l), static_cast<int>(h)), one, static_cast<int>(T),
-                   static_cast<int>(N), o);
-    }
-  }
-  fig.save_png(run.figure_path("cross_attention"));
-}
-
-}  // namespace
-
-void draw_figures(SeqtasksSettings& c, Settings& settings, const std::string& run_dir, const std::string& which,
-                  int64_t example) {
-  load_run_settings(settings, run_dir);
+void draw_figures(SeqtasksSettings& c, apps::Settings& settings, transduction_app::FiguresRequest request) {
+  apps::load_run_settings(settings, request.run_dir);
   const TransductionSplits data = make_splits(c);
-  if (example < 0 || example >= static_cast<int64_t>(data.test.size()))
-    fail("--example: {} is not an example of the test split (0..{})", example, data.test.size() - 1);
-  RunDir run(run_dir, ExistingRun::Append);
-  const auto records = run.read_metrics();
-  const std::string title = fmt::format("seqtasks, {} with {}, seed {}", c.task, c.model.positional, c.seed);
-  Generator gen(static_cast<uint64_t>(c.seed));
-  EncoderDecoder initial(model_config(c), gen);  // the run's initialisation: same seed, same draws
-  Generator gen2(static_cast<uint64_t>(c.seed));
-  EncoderDecoder trained(model_config(c), gen2);
-  trained.load_state_dict(load_checkpoint(run_checkpoint_folder(run_dir, which)).model);
-
-  draw_curves(run, records, title);
-  const auto* learned = dynamic_cast<const ApeSequence*>(&trained.positional());
-  const auto* start = dynamic_cast<const ApeSequence*>(&initial.positional());
-  if (learned && start) draw_angles(run, *learned, *start, c.model.heads, title);
-  draw_cross_attention(run, trained, data.test[static_cast<size_t>(example)],
-                       fmt::format("{}: cross-attention on test example {}", title, example));
-  run.log_figures(records.empty() ? 0 : records.back().value("step", int64_t{0}));
-  fmt::print("figures: {}\n", (std::filesystem::path(run_dir) / "figures").string());
+  request.title = fmt::format("seqtasks, {} with {}, seed {}", c.task, c.model.positional, c.seed);
+  const auto angles = [](AttentionHook& learned, AttentionHook& initial) {
+    const auto* now = dynamic_cast<const ApeSequence*>(&learned);
+    const auto* then = dynamic_cast<const ApeSequence*>(&initial);
+    if (!now || !then) return std::vector<AnglePanel>{};
+    return std::vector<AnglePanel>{{"learned (solid) vs init (dashed)",
+                                    apps::rotation_angles_of(now->generators().matrices().value()),   // [H] x [Dh / 2]
+                                    apps::rotation_angles_of(then->generators().matrices().value())}};
+  };
+  transduction_app::draw_transduction_figures(request, model_config(c), static_cast<uint64_t>(c.seed), data.test, angles);
 }
 
 }  // namespace posgrad::seqtasks_app

@@ -1,29 +1,17 @@
-// The figures of a seqtasks run (seqtasks figures RUN [--checkpoint best|latest] [--example K]),
-// in RUN/figures/ (PNG with an SVG twin):
-//   curves.png           the learning curves: training and dev loss per evaluated epoch, and the
-//                        dev perplexity (log scale)
-//   ape_angles.png       for APE ("ape"): each head's rotation angles, the checkpoint's (solid)
-//                        against the initialisation's (dashed: a fresh model from the run's seed,
-//                        RoPE's frequencies unless the run changed APE's init); the angles of the
-//                        generator W = exp(A - A^T) per step of position (apps/common/rotation_angles.h)
-//   cross_attention.png  the cross-attention probabilities of test example K (default 0) under
-//                        teacher forcing, in evaluation mode: one panel per decoder layer and
-//                        head, decoder steps (rows, labelled with the decoder's input token) by
-//                        source tokens (columns); on REVERSE a trained model looks at the source
-//                        token the step outputs, an anti-diagonal
-// An example outside the test split is one error line, before anything is drawn.
-// Deliberately does not: draw self-attention, compare runs (posgrad-sweep's tables do), or
-// decode (seqtasks decode).
+// The figures of a seqtasks run (seqtasks figures RUN [--checkpoint best|latest] [--example K]):
+// the transduction apps' figures (apps/transduction_common/transduction_figures.h) with APE's
+// ("ape") per-head generator angles (one panel; RoPE's frequencies at initialisation unless the
+// run changed APE's init). On REVERSE a trained model's cross-attention looks at the source
+// token the step outputs, an anti-diagonal.
+// Deliberately does not: draw anything itself (the shared figures job does).
 #pragma once
 
-#include <cstdint>
-#include <string>
-
 #include "apps/seqtasks/seqtasks_settings.h"
+#include "apps/transduction_common/transduction_figures.h"
 
 namespace posgrad::seqtasks_app {
 
-void draw_figures(SeqtasksSettings& c, apps::Settings& settings, const std::string& run_dir, const std::string& which,
-                  int64_t example);
+// Loads the run's settings into c (through settings) and draws its figures.
+void draw_figures(SeqtasksSettings& c, apps::Settings& settings, transduction_app::FiguresRequest request);
 
 }  // namespace posgrad::seqtasks_app

@@ -31,7 +31,14 @@ int run_transduction_app(int argc, char** argv, Settings& settings, const Transd
   decode_job.add_option("--checkpoint", decode_which, "which checkpoint (best, latest)")
       ->check(CLI::IsMember({"best", "latest"}));
 
-  if (app.more_jobs) app.more_jobs(cli);
+  FiguresRequest figures;
+  CLI::App& figures_job = cli.add_job(
+      "figures", "draw a run's learning curves, APE's rotation angles and the cross-attention on a test example",
+      [&] { app.figures(figures); });
+  refuse_empty(figures_job.add_option("run", figures.run_dir, "the run folder"))->required();
+  figures_job.add_option("--checkpoint", figures.which, "which checkpoint (best, latest)")
+      ->check(CLI::IsMember({"best", "latest"}));
+  figures_job.add_option("--example", figures.example, "the test example whose cross-attention is drawn (from 0)");
   return cli.run(argc, argv);
 }
 

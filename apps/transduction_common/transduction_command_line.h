@@ -3,8 +3,9 @@
 //   app train --resume RUN                                                    continue
 //   app eval RUN [--checkpoint best|latest] [--split dev|test]                score
 //   app decode RUN --input TEXT [--file FILE] [--checkpoint best|latest]      try the model
-// and the jobs an app adds of its own (seqtasks' figures). The app gives its declared settings,
-// how they become an experiment (transduction_run.h) and its decode job; main() is then one call.
+//   app figures RUN [--checkpoint best|latest] [--example K]                  draw (transduction_figures.h)
+// The app gives its declared settings, how they become an experiment (transduction_run.h), its
+// decode job and its figures job; main() is then one call.
 // Deliberately does not: declare settings, parse what decode reads, or know any task.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "apps/common/cli.h"
+#include "apps/transduction_common/transduction_figures.h"
 #include "apps/transduction_common/transduction_run.h"
 
 namespace posgrad::transduction_app {
@@ -27,8 +29,8 @@ struct TransductionApp {
   std::string decode_help;  // "decode words with a trained run and say whether each output is right"
   std::string input_help;   // "a word: integer tokens separated by spaces, e.g. \"3 5 7 11\" (repeatable)"
   std::string file_help;    // "a file of words, one a line"
-  // Adds the app's own jobs (may be empty).
-  std::function<void(apps::AppCommandLine&)> more_jobs;
+  // figures(the run folder, checkpoint and example): loads the run's settings and draws.
+  std::function<void(const FiguresRequest&)> figures;
 };
 
 // Parses the command line and runs the job; the exit status (cli.h).

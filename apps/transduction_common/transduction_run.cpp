@@ -17,6 +17,7 @@
 #include "nn/checkpoint.h"
 #include "nn/losses.h"
 #include "nn/mask_rows.h"
+#include "nn/token_counts.h"
 #include "nn/lr_schedule.h"
 
 namespace posgrad::transduction_app {
@@ -195,10 +196,11 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
       const double scored = sum(global.target_mask).item();
       const double weight = mine.count > 0 ? static_cast<double>(dp.size()) / scored : 0.0;
       opt.set_lr(schedule.lr_at(at.step));
-      // Dropout masks: the single process's masks of this rank's rows (nn/mask_rows.h). (Not
-      // the same as one process's: model.scale_grad_by_freq, whose embedding counts a token in
-      // this rank's rows, not in the global batch; docs/distributed.md.)
-      const MaskRowsScope mask_rows({.first = mine.count > 0 ? mine.first : 0, .count = batch.size(), .global = global.size()});
+      // Dropout masks: the single process's masks of this rank's rows (nn/mask_rows.h); the
+      // embedding's scale_grad_by_freq counts a token in the global batch (nn/token_counts.h).
+      const int64_t first_row = mine.count > 0 ? mine.first : 0;
+      const MaskRowsScope mask_rows({.first = first_row, .count = batch.size(), .global = global.size()});
+      const TokenCountsScope token_counts({global.source, global.decoder_input}, first_row);
       Variable local_sum =
           cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Sum, kIgnoreTarget, t.label_smoothing);
       const double value = dp.sum(mine.count > 0 ? local_sum.item() / scored : 0.0);  // the global batch's loss

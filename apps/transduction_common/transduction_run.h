@@ -18,9 +18,9 @@
 // global batch of the epoch's seeded order whole (the single process's padding) and computes a
 // contiguous slice of its rows; the loss is the global batch's mean over its scored tokens (each
 // rank divides its tokens' summed loss by the global count), and the dropout masks are the single
-// process's (nn/mask_rows.h), so N ranks train as one process with the same train.batch_size, to
-// float rounding, but for model.scale_grad_by_freq (the embedding counts a token in the rank's
-// rows, not in the global batch: docs/distributed.md). Rank 0 alone scores the dev split, writes the run
+// process's (nn/mask_rows.h), as are the embedding's scale_grad_by_freq counts (those of the
+// global batch, nn/token_counts.h), so N ranks train as one process with the same
+// train.batch_size, to float rounding. Rank 0 alone scores the dev split, writes the run
 // folder and scores the test split; --resume works with another rank count.
 // Deliberately does not: know the tasks or how greedy decoding finds its positions (the app gives
 // the data and a GreedyMatcher), decode user input, run sweeps (posgrad-sweep runs the app once

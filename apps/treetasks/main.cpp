@@ -6,12 +6,14 @@
 //   treetasks train --resume RUN                                              continue
 //   treetasks eval RUN [--checkpoint best|latest] [--split dev|test]          score
 //   treetasks decode RUN --input "(11 (12 1 2) 3)" [--file TREES]             try the model
+//   treetasks figures RUN [--checkpoint best|latest] [--example K]            draw (treetasks_figures.h)
 // (apps/transduction_common/transduction_command_line.h). `treetasks --help` lists every setting
 // with its type, default and meaning.
 // Deliberately does not: run sweeps (posgrad-sweep runs this executable once per grid cell).
 #include "apps/transduction_common/transduction_command_line.h"
 #include "apps/treetasks/treetasks_decode.h"
 #include "apps/treetasks/treetasks_experiment.h"
+#include "apps/treetasks/treetasks_figures.h"
 
 using namespace posgrad;
 using namespace posgrad::treetasks_app;
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
                     const std::string& file) { decode(c, settings, run, which, inputs, file); },
       .decode_help = "decode trees with a trained run and say whether each output is right",
       .input_help = "a tree in the bracketed form, e.g. \"(11 (12 1 2) 3)\" (repeatable)",
-      .file_help = "a file of trees, one a line"};
+      .file_help = "a file of trees, one a line",
+      .figures = [&](const transduction_app::FiguresRequest& request) { draw_figures(c, settings, request); }};
   return transduction_app::run_transduction_app(argc, argv, settings, app);
 }

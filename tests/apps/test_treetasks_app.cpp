@@ -3,7 +3,8 @@
 // flattened baseline: a run writes the three test metrics to summary.json; eval scores the best
 // checkpoint at the perplexity the run reported; decode prints a typed tree's output and whether
 // it is the task's answer; every scheme preset trains a step (the tree ones on heap positions);
-// tree APE trains and decodes; bad input (a malformed
+// tree APE trains, decodes and draws its branch angles; the figures job draws the learning curves
+// and a cross-attention; bad input (a malformed
 // tree, a tree deeper than the tree encoding allows, a label of the wrong kind, an unknown task or
 // scheme) gets one clear line and nothing decoded or written.
 #include <boost/test/unit_test.hpp>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/apps/app_process.h"
+#include "tests/apps/png_pixels.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -97,6 +99,28 @@ BOOST_AUTO_TEST_CASE(tree_ape_trains_and_decodes) {
   BOOST_REQUIRE_MESSAGE(run("decode " + out.string() + " --input \"(11 (12 1 2) 3)\"", tmp / "dec.txt") == 0,
                         read_text(tmp / "dec.txt"));
   BOOST_TEST(read_text(tmp / "dec.txt").find("input    (11 (12 1 2) 3)\noutput   ") != std::string::npos, read_text(tmp / "dec.txt"));
+  BOOST_REQUIRE_MESSAGE(run("figures " + out.string(), tmp / "fig.txt") == 0, read_text(tmp / "fig.txt"));
+  BOOST_TEST(fs::file_size(out / "figures" / "ape_angles.png") > 1000u);
+}
+
+// figures: the learning curves and the cross-attention on a test example (one panel per decoder
+// layer and head: 1 x 2 here, so wider than high), as PNG and SVG; RoPE has no APE generators,
+// so no angles; an example outside the test split is one clear line and draws nothing.
+BOOST_AUTO_TEST_CASE(figures_job_draws_curves_and_cross_attention) {
+  TempDir tmp;
+  const fs::path rope = tmp / "rope";
+  BOOST_REQUIRE_MESSAGE(run("--out " + rope.string() + " " + kTiny, tmp / "rope.txt") == 0,
+                        read_text(tmp / "rope.txt"));
+  BOOST_TEST(run("figures " + rope.string() + " --example 16", tmp / "bad.txt") != 0);
+  BOOST_TEST(read_text(tmp / "bad.txt").find("--example: 16 is not an example of the test split (0..15)") != std::string::npos,
+             read_text(tmp / "bad.txt"));
+  BOOST_TEST(!fs::exists(rope / "figures"));
+  BOOST_REQUIRE_MESSAGE(run("figures " + rope.string() + " --example 2", tmp / "fig.txt") == 0, read_text(tmp / "fig.txt"));
+  for (const char* f : {"curves.png", "curves.svg", "cross_attention.png", "cross_attention.svg"})
+    BOOST_TEST(fs::file_size(rope / "figures" / f) > 1000u, f);
+  const auto cross = posgrad::test::PngPixels::from_file(rope / "figures" / "cross_attention.png");
+  BOOST_TEST(cross.width() > cross.height());
+  BOOST_TEST(!fs::exists(rope / "figures" / "ape_angles.png"));
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_one_clear_line) {

@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "nn/nn.h"
+#include "nn/token_counts.h"
 #include "posgrad.h"
 #include "tests/module_gradcheck.h"
 #include "tests/test_support.h"
@@ -188,6 +190,44 @@ BOOST_AUTO_TEST_CASE(embedding_scale_grad_by_freq_divides_by_counts) {
     BOOST_TEST(g.at<float>({0, c}) == u(0, 1, c), boost::test_tools::tolerance(1e-6f));
     BOOST_TEST(g.at<float>({5, c}) == 0.0f);
   }
+}
+
+// A data-parallel rank's embedding under a TokenCountsScope of the global batch: the two ranks'
+// table gradients (rows 0..1 and 2..4 of a batch of 5, the source and the decoder input looked up
+// in turn) sum to the single process's, while without the scope they do not (each rank counts a
+// token in its own rows).
+BOOST_AUTO_TEST_CASE(embedding_scale_grad_by_freq_counts_in_the_global_batch_of_a_rank) {
+  Generator gen(10);
+  Embedding emb(7, 3, gen);
+  emb.set_scale_grad_by_freq(true);
+  const Tensor source = Tensor::from_vector<int64_t>({1, 2, 2, 0, 1, 1, 6, 2, 0, 5, 5, 1, 2, 3, 0}, {5, 3});  // [G, N]
+  const Tensor input = Tensor::from_vector<int64_t>({4, 1, 4, 2, 4, 5, 4, 1, 4, 3}, {5, 2});            // [G, T]
+  const Tensor up_source = normal({5, 3, 3}, 0, 1, gen), up_input = normal({5, 2, 3}, 0, 1, gen);
+  // The table gradient of rows [first, first + count), both lookups.
+  const auto table_gradient = [&](int64_t first, int64_t count, bool scoped) {
+    emb.zero_grad();
+    std::optional<TokenCountsScope> scope;
+    if (scoped) scope.emplace(std::vector<Tensor>{source, input}, first);
+    const Variable s = emb.forward(source.narrow(0, first, count).contiguous());
+    const Variable i = emb.forward(input.narrow(0, first, count).contiguous());
+    sum(s * Variable(up_source.narrow(0, first, count).contiguous())).backward();
+    sum(i * Variable(up_input.narrow(0, first, count).contiguous())).backward();
+    return emb.weight().grad().clone();
+  };
+  const Tensor whole = table_gradient(0, 5, false);
+  const Tensor ranks = table_gradient(0, 2, true) + table_gradient(2, 3, true);
+  BOOST_TEST(max_abs_diff(ranks, whole) < 1e-6);
+  const Tensor unscoped = table_gradient(0, 2, false) + table_gradient(2, 3, false);
+  BOOST_TEST(max_abs_diff(unscoped, whole) > 1e-3);
+  // A row of token 4 (5 in the input's 10 lookups): the rank's gradient row is its rows' upstream / 5.
+  const Tensor rank1 = table_gradient(2, 3, true);
+  for (int64_t c = 0; c < 3; ++c)
+    BOOST_TEST(rank1.at<float>({4, c}) ==
+                   (up_input.at<float>({2, 0, c}) + up_input.at<float>({3, 0, c}) + up_input.at<float>({4, 0, c})) / 5.0f,
+               boost::test_tools::tolerance(1e-5f));
+  // Indices that are not the scope's rows are an error naming them.
+  TokenCountsScope wrong({source, input}, 1);
+  check_error([&] { emb.forward(source.narrow(0, 0, 2).contiguous()); }, {"Embedding", "are not rows 1..2 of any global tensor"});
 }
 
 // ------------------------------------------------------------ Dropout
