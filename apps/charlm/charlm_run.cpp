@@ -65,10 +65,19 @@ void declare(Settings& s, CharlmSettings& c) {
   s.rename("model.position", "model.positional");  // the old name: runs written before it still load
   s.add("model.attend_self", c.model.attend_self, "also attend to the current token (distance 0; not with key_pe)");
   s.add("model.max_span", c.model.max_span, "maximum span S (the attention window without adaptive span)").at_least(1);
-  s.add("model.adaptive_span", c.model.adaptive_span, "learn each head's span (soft mask, span loss, clamp)");
-  s.add("model.span_ramp", c.model.span_ramp, "ramp length R of the soft mask").above(0);
-  s.add("model.span_init", c.model.span_init, "initial c = z / S").at_least(0).at_most(1);
-  s.add("model.span_loss", c.model.span_loss, "span loss coefficient lambda").at_least(0);
+  s.add("model.span", c.model.span,
+        "the span next to the positional scheme: adaptive_span (each head learns its span: soft mask, span loss, "
+        "clamp), dynamic_span (each token's span from its input, with the span loss on the mean span) or none")
+      .choices({"none", "adaptive_span", "dynamic_span"});
+  s.add("model.span_options", c.model.span_options,
+        "the span's other options, key=value (dynamic_span: [bias_init=-4]; S, R and lambda are the settings below)");
+  // The old switch (runs written before model.span still load): true was the adaptive span.
+  s.rename("model.adaptive_span", "model.span",
+           {{"true", "adaptive_span"}, {"yes", "adaptive_span"}, {"on", "adaptive_span"}, {"1", "adaptive_span"},
+            {"false", "none"}, {"no", "none"}, {"off", "none"}, {"0", "none"}});
+  s.add("model.span_ramp", c.model.span_ramp, "ramp length R of the soft mask (both spans)").above(0);
+  s.add("model.span_init", c.model.span_init, "initial c = z / S (adaptive_span)").at_least(0).at_most(1);
+  s.add("model.span_loss", c.model.span_loss, "span loss coefficient lambda (both spans)").at_least(0);
   s.add("model.trim", c.model.trim,
         "cut keys to the layer's longest span + ramp (changes numbers only through the renormaliser's 1e-8: each "
         "kept weight by < 1e-8 / the head's in-span mass; docs/experiments/charlm.md)");
@@ -112,16 +121,20 @@ CharTransformerConfig model_config(const CharlmSettings& c, int64_t vocab) {
   a.width = c.model.width;
   a.heads = c.model.heads;
   a.max_span = c.model.max_span;
-  std::map<std::string, std::string> options;
-  for (const std::string& kv : c.model.positional_options) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) fail("model.positional_options: '{}' is not key=value (e.g. buckets=32)", kv);
-    options[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  auto key_values = [](const std::vector<std::string>& items, const std::string& key, const std::string& example) {
+    std::map<std::string, std::string> options;
+    for (const std::string& kv : items) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) fail("{}: '{}' is not key=value (e.g. {})", key, kv, example);
+      options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return options;
+  };
   a.positional = c.model.positional;
-  a.positional_options = options;
+  a.positional_options = key_values(c.model.positional_options, "model.positional_options", "buckets=32");
   a.attend_self = c.model.attend_self;
-  a.adaptive_span = c.model.adaptive_span;
+  a.span = c.model.span;
+  a.span_options = key_values(c.model.span_options, "model.span_options", "bias_init=-4");
   a.span_ramp = c.model.span_ramp;
   a.span_init = c.model.span_init;
   a.span_loss = c.model.span_loss;

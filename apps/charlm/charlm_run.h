@@ -33,7 +33,8 @@ struct CharlmSettings {
     std::vector<std::string> positional_options;
     bool attend_self = false;
     int64_t max_span = 256;
-    bool adaptive_span = true;
+    std::string span = "adaptive_span";
+    std::vector<std::string> span_options;
     double span_ramp = 32;
     double span_init = 0.0;
     double span_loss = 2e-6;

@@ -56,6 +56,40 @@ std::shared_ptr<AttentionHook> make_positional(const CharAttentionConfig& a, Gen
   return hook;
 }
 
+// The layer's span hook (null for none). S, the ramp and the span loss come from the config (and
+// adaptive_span's init, attend_self and granularity); span_options may give only the others.
+std::shared_ptr<AttentionHook> make_span(const CharAttentionConfig& a, Generator& gen) {
+  if (a.span == "none") {
+    if (!a.span_options.empty()) fail("CharTransformer: span none takes no span_options");
+    return nullptr;
+  }
+  std::map<std::string, std::string> from_config{{"max_span", "max_span"}, {"ramp", "span_ramp"}, {"loss_coef", "span_loss"}};
+  std::map<std::string, std::string> options{{"max_span", std::to_string(a.max_span)},
+                                             {"ramp", fmt::format("{}", a.span_ramp)},
+                                             {"loss_coef", fmt::format("{}", a.span_loss)}};
+  if (a.span == "adaptive_span") {
+    from_config.insert({{"init", "span_init"}, {"attend_self", "attend_self"}, {"granularity", "trim_granularity"}});
+    options["init"] = fmt::format("{}", a.span_init);
+    options["attend_self"] = a.attend_self ? "true" : "false";
+    // Without trimming the window stays S: a granularity of S never trims.
+    options["granularity"] = std::to_string(a.trim ? a.trim_granularity : a.max_span);
+  } else if (a.span == "dynamic_span") {
+    if (a.attend_self)
+      fail("CharTransformer: dynamic_span masks the current token (distance 0); attend_self needs span none or "
+           "adaptive_span");
+  } else {
+    fail("CharTransformer: span must be none, adaptive_span or dynamic_span, got '{}'", a.span);
+  }
+  for (const auto& [key, value] : a.span_options) {
+    if (auto it = from_config.find(key); it != from_config.end())
+      fail("CharTransformer: span option '{}' comes from the model's {}; set that instead of span_options", key,
+           it->second);
+    options[key] = value;
+  }
+  return make_hook(HookSpec{a.span, HookOptions(options)},
+                   HookContext{.width = a.width, .heads = a.heads, .structure = {a.max_span + 1}}, gen);
+}
+
 }  // namespace
 
 CharLayer::CharLayer(const CharTransformerConfig& config, const std::shared_ptr<AttentionHook>& key_pe, Generator& gen)
@@ -68,12 +102,7 @@ CharLayer::CharLayer(const CharTransformerConfig& config, const std::shared_ptr<
   std::vector<std::shared_ptr<AttentionHook>> own, shared;
   if (key_pe) shared.push_back(key_pe);
   if ((positional_ = make_positional(a, gen))) own.push_back(positional_);
-  if (a.adaptive_span) {
-    // Without trimming the window stays S: a granularity of S never trims.
-    span_ = std::make_shared<AdaptiveSpan>(a.heads, a.max_span, a.span_ramp, a.span_init, a.span_loss, a.attend_self,
-                                           a.trim ? a.trim_granularity : a.max_span);
-    own.push_back(span_);
-  }
+  if ((span_ = make_span(a, gen))) own.push_back(span_);
   // Q/K/V/O without bias (spec 3.1), PyTorch's default Linear init U(+-1/sqrt(D)).
   attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(D, a.heads, gen, own, shared, false));
   attn_->set_path(a.path);
@@ -84,7 +113,19 @@ CharLayer::CharLayer(const CharTransformerConfig& config, const std::shared_ptr<
   norm2_ = register_module("norm2", std::make_shared<LayerNorm>(D));
 }
 
-int64_t CharLayer::window() const { return span_ ? span_->kept_distance() : max_span_; }
+AdaptiveSpan* CharLayer::span() const { return dynamic_cast<AdaptiveSpan*>(span_.get()); }
+
+DynamicSpan* CharLayer::dynamic_span() const { return dynamic_cast<DynamicSpan*>(span_.get()); }
+
+Tensor CharLayer::dynamic_spans() const {
+  const DynamicSpan* dynamic = dynamic_span();
+  return dynamic && attended_ ? dynamic->spans().value() : Tensor();
+}
+
+int64_t CharLayer::window() const {
+  const AdaptiveSpan* adaptive = span();
+  return adaptive ? adaptive->kept_distance() : max_span_;
+}
 
 OffsetBox CharLayer::window_box() const {
   const int64_t s = attend_self_ ? 1 : 0;
@@ -140,6 +181,7 @@ Variable CharLayer::forward(const Variable& x, const Tensor& cache, Generator& g
         context.positions = &positions;
         context.window = window_box();
         context.dropout_generator = &gen;
+        attended_ = true;
         return attn_->forward(a, keys_from, context);
       },
       gen, &attention_input);
@@ -160,6 +202,7 @@ Variable CharLayer::forward_incremental(const Variable& x, KeyValueCache& kv, Ge
         context.cache = &kv;
         context.window = window_box();
         context.dropout_generator = &gen;
+        attended_ = true;
         Variable out = attn_->forward(a, a, context);
         kv.k = Variable(kv.k.value()), kv.v = Variable(kv.v.value());  // detached, as the layer-input cache
         return out;
@@ -248,11 +291,22 @@ Variable CharTransformer::span_loss() const { return attention_regulariser(*this
 
 void CharTransformer::clamp_spans() const { after_optimizer_step(*this); }
 
+namespace {
+
+// The logger's form of a span statistic z (mean or max): ceil(z) + R, at most S.
+double logged_span(double z, const CharAttentionConfig& a) {
+  return std::min(static_cast<double>(a.max_span), std::ceil(z) + a.span_ramp);
+}
+
+}  // namespace
+
 double CharTransformer::average_span() const {
   double total = 0;
   for (const auto& layer : layers_) {
-    const AdaptiveSpan* span = layer->span();
-    total += span ? span->average_span() : static_cast<double>(config_.attention.max_span);
+    const Tensor z = layer->dynamic_spans();  // [B, H, M]
+    if (const AdaptiveSpan* span = layer->span()) total += span->average_span();
+    else if (z.defined()) total += logged_span(mean(z).item(), config_.attention);
+    else total += static_cast<double>(config_.attention.max_span);
   }
   return total / static_cast<double>(layers_.size());
 }
@@ -260,16 +314,25 @@ double CharTransformer::average_span() const {
 double CharTransformer::largest_span() const {
   double best = 0;
   for (const auto& layer : layers_) {
-    const AdaptiveSpan* span = layer->span();
-    best = std::max(best, span ? span->largest_span() : static_cast<double>(config_.attention.max_span));
+    const Tensor z = layer->dynamic_spans();  // [B, H, M]
+    if (const AdaptiveSpan* span = layer->span()) best = std::max(best, span->largest_span());
+    else if (z.defined()) best = std::max(best, logged_span(amax(z).item(), config_.attention));
+    else best = std::max(best, static_cast<double>(config_.attention.max_span));
   }
   return best;
 }
 
 std::vector<std::vector<double>> CharTransformer::head_spans() const {
   std::vector<std::vector<double>> out;
-  for (const auto& layer : layers_)
-    if (const AdaptiveSpan* span = layer->span()) out.push_back(span->current_spans());
+  for (const auto& layer : layers_) {
+    if (const AdaptiveSpan* span = layer->span()) {
+      out.push_back(span->current_spans());
+    } else if (layer->dynamic_span()) {
+      const Tensor z = layer->dynamic_spans();  // [B, H, M] -> per head, averaged over B and M
+      out.push_back(z.defined() ? mean(z, {0, 2}).to_vector<double>()
+                                : std::vector<double>(static_cast<size_t>(config_.attention.heads), 0.0));
+    }
+  }
   return out;
 }
 

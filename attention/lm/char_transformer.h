@@ -16,14 +16,23 @@
 //
 // (the window box of AttentionContext). A cache shorter than W - s rows is left-padded with zeros,
 // which are attended, not masked, as in the original code. W is S, or with adaptive span the span
-// hook's trimmed window (adaptive_span.h, granularity trim_granularity; trim = false keeps S).
+// hook's trimmed window (adaptive_span.h, granularity trim_granularity; trim = false keeps S). With
+// the dynamic span W stays S (its spans are known only inside the forward); its row mask limits each
+// query to its own d <= ceil(z_t + R), which the fused path alone skips (computed_pairs counts M W).
 // The hooks, each a registered one (registry.h), written once for every model:
 //   positional  key_pe: one KeyPositionEmbedding over the model's parameter "key_pe" [Dh, S]
 //               ~ N(0, 1), shared by every layer and head (key_pe.h); any other registered
 //               relative scheme by name, per layer: rope, transformer_xl (init: txl, spec 5.6),
 //               alibi, t5_bias, shaw, siren, ape, ... ("none": no positions). Its tables are
 //               evaluated on the grid of the call's W - s + M tokens (HookContext structure S + 1).
-//   span        adaptive_span (parameter c [H], the span loss, the clamp, the trim).
+//   span        a registered span by name (config span), beside the positional hook:
+//                 adaptive_span  per head (parameter c [H], the span loss, the clamp, the trim);
+//                 dynamic_span   per token, z_t = S sigmoid(v . x_t + b) (parameters v [H, D], b [H],
+//                                the span loss on mean z_t; not with attend_self: it masks d = 0);
+//                 none           every query sees its S keys.
+//               Options S (max_span), ramp (span_ramp) and loss_coef (span_loss) come from the
+//               config, adaptive_span's init, attend_self and granularity too; span_options
+//               gives the others (dynamic_span: bias_init).
 // Absolute schemes (sinusoidal, learned_absolute) are refused: a token's absolute index has no
 // meaning across segments.
 //
@@ -59,6 +68,7 @@
 #include "attention/attention_path.h"
 #include "attention/multi_head_attention.h"
 #include "attention/spans/adaptive_span.h"
+#include "attention/spans/dynamic_span.h"
 #include "nn/embedding.h"
 #include "nn/layer_norm.h"
 
@@ -71,10 +81,11 @@ struct CharAttentionConfig {
   std::string positional = "key_pe";                     // a registered scheme (key_pe shared by the layers)
   std::map<std::string, std::string> positional_options;  // its options (registry.h)
   bool attend_self = false;  // include distance 0 (not with key_pe, whose table starts at d = 1)
-  bool adaptive_span = true;
-  double span_ramp = 32;   // R
-  double span_init = 0.0;  // initial c
-  double span_loss = 2e-6; // lambda
+  std::string span = "adaptive_span";                // none | adaptive_span | dynamic_span
+  std::map<std::string, std::string> span_options;   // the span's options not set below (registry.h)
+  double span_ramp = 32;   // R (both spans)
+  double span_init = 0.0;  // initial c (adaptive_span)
+  double span_loss = 2e-6; // lambda (both spans)
   bool trim = true;        // cut the window to the longest span + ramp
   int64_t trim_granularity = 64;
   double dropout = 0.0;    // on the attention probabilities (after the mask), and the FF's
@@ -118,8 +129,11 @@ class CharLayer : public Module {
 
   MultiHeadAttention& attention() { return *attn_; }
   const MultiHeadAttention& attention() const { return *attn_; }
-  AdaptiveSpan* span() const { return span_.get(); }            // null without adaptive span
+  AdaptiveSpan* span() const;          // null without adaptive span
+  DynamicSpan* dynamic_span() const;    // null without the dynamic span
   AttentionHook* positional() const { return positional_.get(); }  // the layer's own scheme; null for key_pe
+  // z_t of the dynamic span's last forward [B, H, M]; undefined without the dynamic span or before a forward.
+  Tensor dynamic_spans() const;
   // The window W the next forward uses (S without adaptive span or trimming).
   int64_t window() const;
   // The (query, key) pairs per head the next forward over M queries computes: M W on the fused
@@ -139,8 +153,9 @@ class CharLayer : public Module {
   bool pre_norm_, attend_self_;
   double dropout_;
   int64_t max_span_;
+  bool attended_ = false;  // a forward has run (the dynamic span's z exist)
   std::shared_ptr<AttentionHook> positional_;
-  std::shared_ptr<AdaptiveSpan> span_;
+  std::shared_ptr<AttentionHook> span_;  // the span hook (null: none)
   std::shared_ptr<MultiHeadAttention> attn_;
   std::shared_ptr<LayerNorm> norm1_, norm2_;
   std::shared_ptr<Linear> fc1_, fc2_;
@@ -164,7 +179,8 @@ class CharTransformer : public Module {
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   CharLayer& layer(int64_t l) { return *layers_.at(static_cast<size_t>(l)); }
   const CharLayer& layer(int64_t l) const { return *layers_.at(static_cast<size_t>(l)); }
-  // The span loss: sum over layers of lambda S mean_h(c) (undefined without adaptive span).
+  // The span loss: sum over layers of lambda S mean_h(c) (adaptive span), or of lambda mean(z_t)
+  // over the last forward (dynamic span); undefined without a span.
   Variable span_loss() const;
   // Clamps every span parameter to [0, 1]; call after every optimizer step.
   void clamp_spans() const;
@@ -172,10 +188,13 @@ class CharTransformer : public Module {
   int64_t cache_size(int64_t layer) const;
 
   // Span statistics as the original logger (spec 1.6): mean over layers of ceil(mean_h z) + R
-  // and max over layers of ceil(max_h z) + R; the maximum span S without adaptive span.
+  // and max over layers of ceil(max_h z) + R, each at most S; the maximum span S for a layer
+  // without a span. The dynamic span's z are the z_t of the layer's last forward (mean and max
+  // over batch, heads and tokens); S before its first forward.
   double average_span() const;
   double largest_span() const;
-  // z_h = c_h S of every head, [layer][head] (empty without adaptive span).
+  // z_h = c_h S of every head, [layer][head]; with the dynamic span each head's z_t averaged over
+  // the last forward's batch and tokens (0 before the first); empty without a span.
   std::vector<std::vector<double>> head_spans() const;
   // Attention work of a segment of M queries against full attention, the dense product of the
   // segment with [S cache rows; segment] that a PyTorch user writes (M (S + M) pairs per head and

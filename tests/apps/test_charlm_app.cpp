@@ -8,12 +8,16 @@
 // that sample writes each character as it comes, and that bad input (an empty or one-character
 // file, a segment longer than the data, an unknown character) is a clear error; that eval and
 // sample refuse a checkpoint pointer that leads out of the run; and that training into a folder
-// another process holds is refused, naming it.
+// another process holds is refused, naming it; that model.span selects the dynamic span, whose span
+// loss enters the training loss, and refuses a bad span in one line.
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -320,6 +324,79 @@ BOOST_AUTO_TEST_CASE(registered_schemes_train_and_old_setting_names_load) {
   BOOST_TEST(config.find("attention: reference") != std::string::npos, config);
   BOOST_TEST(run("train " + tiny(data) + " -Dmodel.attention=fast --out " + (tmp.path() / "x").string(), log) == 1);
   BOOST_TEST(read_text(log).find("model.attention") != std::string::npos, read_text(log));
+}
+
+// model.span selects the dynamic span (each token's span from its input) next to key_pe: it trains
+// through the executable and samples; its span loss enters the training loss (a large lambda
+// shrinks the mean span z_t that metrics and summary report, lambda 0 does not); the old switch
+// model.adaptive_span still loads; a bad span or span option is one clear error line.
+BOOST_AUTO_TEST_CASE(dynamic_span_trains_and_its_span_loss_enters_the_loss) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", log = tmp.path() / "t.txt";
+  write_file(data, sample_text());
+  // bias_init 0: z_t starts at S / 2 = 16 (v = 0), room to shrink in a few steps.
+  auto train = [&](const std::string& name, const std::string& span_loss) {
+    const fs::path out = tmp.path() / name;
+    const std::string args = "train " + tiny(data) + " -Dtrain.steps=10 -Dmodel.dropout=0 -Dmodel.span=dynamic_span "
+                             "-Dmodel.span_options=[bias_init=0] -Dtrain.optimizer=adamw -Dtrain.lr=0.3 -Dtrain.warmup=0 "
+                             "-Dmodel.span_loss=" + span_loss + " --out " + out.string();
+    BOOST_REQUIRE_MESSAGE(run(args, log) == 0, args << ":\n" << read_text(log));
+    return out;
+  };
+  // The mean z_t of every head in the summary (the last forward's, the final evaluation's).
+  auto mean_span = [](const nlohmann::json& head_spans) {
+    double total = 0;
+    int count = 0;
+    for (const auto& layer : head_spans)
+      for (double z : layer) total += z, ++count;
+    BOOST_REQUIRE_EQUAL(count, 4);  // 2 layers x 2 heads
+    return total / count;
+  };
+  const fs::path free = train("free", "0"), penalised = train("penalised", "1");
+  const auto s_free = nlohmann::json::parse(read_text(free / "summary.json"));
+  const auto s_penalised = nlohmann::json::parse(read_text(penalised / "summary.json"));
+  const double z_free = mean_span(s_free.at("head_spans")), z_penalised = mean_span(s_penalised.at("head_spans"));
+  BOOST_TEST_MESSAGE("dynamic span: mean z_t " << z_free << " with lambda 0, " << z_penalised << " with lambda 1");
+  BOOST_TEST(z_penalised < 8.0);            // from 16: the span loss's gradient pushed b and v down
+  BOOST_TEST(z_penalised < z_free - 4.0);   // and not the language-model loss alone
+  // span_avg is the logger's ceil(mean z_t) + R per layer, at most S (32), averaged over the layers.
+  double logged = 0;
+  for (const auto& layer : s_penalised.at("head_spans"))
+    logged += std::min(32.0, std::ceil((layer[0].get<double>() + layer[1].get<double>()) / 2) + 8.0) / 2;
+  BOOST_TEST(s_penalised.at("span_avg").get<double>() == logged);
+  BOOST_TEST(s_free.at("span_max").get<double>() <= 32.0);
+  const auto metrics = metrics_without_time(penalised);
+  BOOST_REQUIRE(!metrics.empty());
+  BOOST_TEST(metrics.back().at("head_spans").size() == 2u);
+  BOOST_TEST(metrics.back().at("span_avg").get<double>() >= 8.0);
+  BOOST_TEST(read_text(penalised / "config.yaml").find("span: dynamic_span") != std::string::npos);
+  BOOST_TEST(fs::exists(penalised / "figures" / "spans.png"));
+  BOOST_TEST(run("sample --checkpoint " + penalised.string() + " --tokens 20", log) == 0, read_text(log));
+  BOOST_TEST(run("eval " + penalised.string(), log) == 0, read_text(log));
+
+  // The old switch: model.adaptive_span=false is span none (every head sees S).
+  const fs::path old = tmp.path() / "old";
+  BOOST_TEST(run("train " + tiny(data) + " -Dtrain.steps=2 -Dmodel.adaptive_span=false --out " + old.string(), log) == 0,
+             read_text(log));
+  BOOST_TEST(read_text(old / "config.yaml").find("span: none") != std::string::npos, read_text(old / "config.yaml"));
+  BOOST_TEST(nlohmann::json::parse(read_text(old / "summary.json")).at("span_avg").get<double>() == 32.0);
+
+  // Bad spans: one error line naming what is wrong.
+  for (const auto& [setting, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"-Dmodel.span=dynamic", "model.span"},
+           {"-Dmodel.span=gaussian_span", "model.span"},
+           {"-Dmodel.span=dynamic_span -Dmodel.span_options=[ramp=4]", "span option 'ramp' comes from the model's span_ramp"},
+           {"-Dmodel.span=dynamic_span -Dmodel.span_options=[sigma=1]", "unknown option sigma"},
+           {"-Dmodel.span=dynamic_span -Dmodel.span_options=[bias_init]", "model.span_options: 'bias_init' is not key=value"},
+           {"-Dmodel.span=dynamic_span -Dmodel.positional=rope -Dmodel.attend_self=true", "dynamic_span masks the current token"},
+           {"-Dmodel.adaptive_span=maybe", "model.adaptive_span"}}) {
+    const fs::path out = tmp.path() / "bad";
+    BOOST_TEST(run("train " + tiny(data) + " -Dtrain.steps=2 " + setting + " --out " + out.string(), log) == 1, setting);
+    const std::string text = read_text(log);
+    BOOST_TEST(text.find(expected) != std::string::npos, setting << ": expected '" << expected << "' in:\n" << text);
+    BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 1, setting << ": one line, got:\n" << text);
+    BOOST_TEST(!fs::exists(out), setting);  // refused before the run folder is made
+  }
 }
 
 // sample writes each character as it is drawn: a sample stopped early keeps what it wrote.

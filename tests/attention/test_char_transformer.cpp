@@ -13,6 +13,9 @@
 //   * the fused path (each query visits only its W slots) equals the reference path's dense
 //     M x (W + M) product, logits and every gradient (span parameters included), for every
 //     positional scheme, with a cache shorter than the window (zero slots) and longer than it;
+//     the same with the dynamic span (per-token spans, v and b's gradients);
+//   * a bad span (an unknown name, the dynamic span with attend_self, span_options that the
+//     config sets or the span does not know) is an Error naming it;
 //   * computed_pairs counts the path that runs: M W for the fused path on the CPU, M (W - s + M)
 //     for the reference path, which a model on the GPU takes;
 //   * on the GPU (char_transformer_cuda, skipped without one): a model on cuda:0 gives the CPU
@@ -21,6 +24,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "attention/lm/char_transformer.h"
@@ -31,6 +35,7 @@
 #include "posgrad.h"
 #include "tests/device_support.h"
 #include "tests/golden_compare.h"
+#include "tests/test_support.h"
 
 using namespace posgrad;
 namespace bdata = boost::unit_test::data;
@@ -60,6 +65,18 @@ void set_spans(CharTransformer& model, const std::vector<std::vector<double>>& c
     Tensor value = model.layer(l).span()->c().value();
     const auto& row = c.at(static_cast<size_t>(l));
     value.copy_(Tensor::from_vector(row, {static_cast<int64_t>(row.size())}).to(value.device()));
+  }
+}
+
+// Random dynamic-span parameters (v ~ N(0, 0.3^2), b = -1), so that z_t = S sigmoid(v . x_t + b)
+// differs from token to token and head to head (at v = 0 every token gets the same span).
+void set_dynamic_spans(CharTransformer& model, Generator& gen) {
+  for (int64_t l = 0; l < model.num_layers(); ++l) {
+    DynamicSpan* span = model.layer(l).dynamic_span();
+    BOOST_REQUIRE(span);
+    Tensor v = span->v().value(), b = span->b().value();
+    v.copy_(normal(v.shape(), 0.0, 0.3, gen, v.dtype()).to(v.device()));
+    b.copy_(Tensor::full(b.shape(), -1.0, b.dtype()).to(b.device()));
   }
 }
 
@@ -180,19 +197,22 @@ BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make(kGoldenFiles), file) {
 }
 
 // The same text in segments with the cache, or in one forward with a zero cache, gives the same
-// logits (the cache holds at least the window). Every scheme, both layer orders, with and without
-// adaptive span, with and without the current token.
+// logits (the cache holds at least the window). Every scheme, both layer orders, each span (none,
+// adaptive, dynamic), with and without the current token (not with the dynamic span, which masks it).
 BOOST_DATA_TEST_CASE(segments_with_cache_equal_one_long_forward,
                      bdata::make({"key_pe", "transformer_xl", "rope", "alibi", "none"}) * bdata::make({false, true}) *
-                         bdata::make({false, true}),
-                     position, pre_norm, adaptive) {
+                         bdata::make({"none", "adaptive_span", "dynamic_span"}),
+                     position, pre_norm, span) {
+  const std::string adaptive_span = "adaptive_span";
+  const bool adaptive = span == adaptive_span;
   CharTransformerConfig c = small_config(position, pre_norm, 24);
-  c.attention.adaptive_span = adaptive;
-  c.attention.attend_self = std::string(position) == "alibi";
+  c.attention.span = span;
+  c.attention.attend_self = std::string(position) == "alibi" && std::string(span) != "dynamic_span";
   Generator gen(5);
   CharTransformer model(c, gen);
   model.to(kFloat64);
   if (adaptive) set_spans(model, {{0.2, 0.5}, {0.0, 0.1}});
+  if (std::string(span) == "dynamic_span") set_dynamic_spans(model, gen);
   const int64_t B = 2, M = 7, segments = 5;
   const Tensor tokens = random_tokens(B, M * segments, c.vocab, 9);
   LayerCache long_cache, seg_cache;
@@ -201,7 +221,7 @@ BOOST_DATA_TEST_CASE(segments_with_cache_equal_one_long_forward,
   for (int64_t s = 0; s < segments; ++s)
     parts.push_back(model.forward(tokens.narrow(1, s * M, M).contiguous(), seg_cache, gen).value());
   const Tensor joined = cat(parts, 1);
-  expect_close(fmt::format("{} pre_norm {} adaptive {}", position, pre_norm, adaptive), joined, full, 1e-12, 1e-10);
+  expect_close(fmt::format("{} pre_norm {} span {}", position, pre_norm, span), joined, full, 1e-12, 1e-10);
 }
 
 // Trimming only removes keys whose mask is 0 for every head: for a random model (whose spans hold
@@ -346,6 +366,35 @@ BOOST_DATA_TEST_CASE(fused_path_equals_the_reference,
   BOOST_TEST(std::abs(dc.to_vector<double>()[0]) + std::abs(dc.to_vector<double>()[1]) > 0.0);
 }
 
+// The same with the dynamic span (span dynamic_span: each token's own span z_t from its input, the
+// window S, each fused row visiting its d <= ceil(z_t + R) only): logits and every gradient (v and
+// b included, through the span loss on mean z_t too) in float64, spans that differ per token.
+BOOST_DATA_TEST_CASE(fused_path_equals_the_reference_with_the_dynamic_span,
+                     bdata::make({"key_pe", "rope", "t5_bias", "none"}) * bdata::make({false, true}), position, pre_norm) {
+  CharTransformerConfig fused = small_config(position, pre_norm, 64), reference = fused;
+  fused.attention.span = reference.attention.span = "dynamic_span";
+  fused.attention.path = AttentionPath::Fused;
+  reference.attention.path = AttentionPath::Reference;
+  Generator g1(5), g2(5), init(6), init_again(6);
+  CharTransformer a(fused, g1), b(reference, g2);
+  a.to(kFloat64);
+  b.to(kFloat64);
+  set_dynamic_spans(a, init);
+  set_dynamic_spans(b, init_again);
+  BOOST_TEST(a.layer(0).window() == 64);  // the dynamic span keeps the window S
+  expect_same_over_two_segments(a, g1, b, g2, fmt::format("dynamic_span {} pre_norm {}", position, pre_norm), 1e-12,
+                                1e-11);
+  BOOST_TEST(a.layer(0).attention().last_forward_fused());
+  BOOST_TEST(!b.layer(0).attention().last_forward_fused());
+  // The spans differ per token, and the span parameters' gradients are not zero.
+  const Tensor z = a.layer(0).dynamic_spans();  // [B, H, M]
+  BOOST_REQUIRE(z.defined());
+  BOOST_TEST(amax(z).item() - amin(z).item() > 4.0);
+  BOOST_TEST(amax(z).item() < 64.0 - 8.0);  // no row reaches S: the per-row supports differ from the window
+  for (const Variable* p : {&a.layer(0).dynamic_span()->v(), &a.layer(0).dynamic_span()->b()})
+    BOOST_TEST(amax(abs(p->grad())).item() > 0.0);
+}
+
 // The probabilities kept for figures (window_probs: [B, H, M, W] in distance space) are the same
 // on the fused path (computed from the fused op's dense probabilities) as on the reference path,
 // with and without the current token's slot.
@@ -466,6 +515,30 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_errors) {
   BOOST_CHECK_NO_THROW(CharTransformer(d, gen));
   d.attention.heads = 4;
   BOOST_CHECK_THROW(CharTransformer(d, gen), Error);
+  // The span: a registered span by name; S, the ramp and the loss come from the config, not span_options.
+  for (const auto& [span, option, attend_self, expected] :
+       std::vector<std::tuple<std::string, std::string, bool, std::vector<std::string>>>{
+           {"dynamic", "", false, {"span must be none, adaptive_span or dynamic_span", "'dynamic'"}},
+           {"gaussian_span", "", false, {"span must be none, adaptive_span or dynamic_span"}},
+           {"dynamic_span", "", true, {"dynamic_span masks the current token", "attend_self"}},
+           {"dynamic_span", "ramp", false, {"span option 'ramp'", "span_ramp"}},
+           {"adaptive_span", "granularity", false, {"span option 'granularity'", "trim_granularity"}},
+           {"dynamic_span", "sigma", false, {"dynamic_span", "unknown option sigma"}},
+           {"none", "bias_init", false, {"span none takes no span_options"}}}) {
+    CharTransformerConfig e = small_config("rope", false);
+    e.attention.span = span;
+    e.attention.attend_self = attend_self;
+    if (!option.empty()) e.attention.span_options[option] = "2";
+    posgrad::test::check_error([&] { (void)CharTransformer(e, gen); }, expected);
+  }
+  CharTransformerConfig ok = small_config("rope", false);
+  ok.attention.span = "dynamic_span";
+  ok.attention.span_options["bias_init"] = "-2";
+  CharTransformer with_bias(ok, gen);
+  for (double b : with_bias.layer(1).dynamic_span()->b().value().to_vector<double>()) BOOST_TEST(b == -2.0);
+  BOOST_TEST(with_bias.layer(1).dynamic_span()->max_span() == 40);
+  BOOST_TEST(with_bias.layer(1).dynamic_span()->ramp() == 8.0);
+  BOOST_TEST(with_bias.layer(1).dynamic_span()->loss_coef() == 2e-3);
   CharTransformer model(small_config("none", false), gen);
   LayerCache cache;
   BOOST_CHECK_THROW(model.forward(Tensor::zeros({2, 3}, kFloat32), cache, gen), Error);
