@@ -2,6 +2,8 @@
 // Shapes: letters of shape_legend.h; S and Rr are adaptive_span.h's maximum span and ramp.
 #include "attention/spans/adaptive_span.h"
 
+#include "attention/spans/max_span_option.h"
+
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -107,14 +109,7 @@ std::string AdaptiveSpan::summary() const {
 }
 
 std::shared_ptr<AttentionHook> make_adaptive_span(const HookContext& context, const HookOptions& options, Generator&) {
-  if (context.structure.size() > 1)
-    fail("adaptive_span: needs 1-D sequences, but the context is a {}-D grid", context.structure.size());
-  int64_t fallback = 0;
-  if (context.structure.size() == 1) fallback = context.structure[0] - 1;
-  if (!options.has("max_span") && fallback < 1)
-    fail("adaptive_span: cannot derive max_span from the context (structure {}); set option max_span",
-         fmt::join(context.structure, "x"));
-  return std::make_shared<AdaptiveSpan>(context.heads, options.integer("max_span", fallback), options.number("ramp", 32.0),
+  return std::make_shared<AdaptiveSpan>(context.heads, max_span_option(context, options, "adaptive_span"), options.number("ramp", 32.0),
                                         options.number("init", 0.0), options.number("loss_coef", 2e-6),
                                         options.flag("attend_self", false), options.integer("granularity", 1));
 }

@@ -2,6 +2,8 @@
 // Shapes: letters of shape_legend.h; S, Rr and W are dynamic_span.h's maximum span, ramp and window.
 #include "attention/spans/dynamic_span.h"
 
+#include "attention/spans/max_span_option.h"
+
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -97,14 +99,7 @@ std::string DynamicSpan::summary() const {
 }
 
 std::shared_ptr<AttentionHook> make_dynamic_span(const HookContext& context, const HookOptions& options, Generator&) {
-  if (context.structure.size() > 1)
-    fail("dynamic_span: needs 1-D sequences, but the context is a {}-D grid", context.structure.size());
-  int64_t fallback = 0;
-  if (context.structure.size() == 1) fallback = context.structure[0] - 1;
-  if (!options.has("max_span") && fallback < 1)
-    fail("dynamic_span: cannot derive max_span from the context (structure {}); set option max_span",
-         fmt::join(context.structure, "x"));
-  return std::make_shared<DynamicSpan>(context.width, context.heads, options.integer("max_span", fallback),
+  return std::make_shared<DynamicSpan>(context.width, context.heads, max_span_option(context, options, "dynamic_span"),
                                        options.number("ramp", 32.0), options.number("bias_init", -4.0),
                                        options.number("loss_coef", 2e-6));
 }
