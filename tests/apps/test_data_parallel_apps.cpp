@@ -107,8 +107,8 @@ void metrics_agree(const fs::path& a, const fs::path& b, const std::vector<std::
 // The parameters of the two runs' latest checkpoints, element by element, within kTolerance;
 // `skipped` names parameters whose gradient is zero in exact arithmetic, so that their float32
 // gradient is pure rounding noise, which Adam (dividing by its running RMS) turns into steps of
-// about lr either way: count24's key bias (adding one number to every score of a softmax changes
-// nothing).
+// about lr either way: count24's key bias and CCT's sequence-pooling bias (adding one number to
+// every score of a softmax changes nothing).
 void parameters_agree(const fs::path& a, const fs::path& b, const std::vector<std::string>& skipped = {}) {
   const auto ca = posgrad::load_checkpoint(posgrad::apps::run_checkpoint_folder(a, "latest"));
   const auto cb = posgrad::load_checkpoint(posgrad::apps::run_checkpoint_folder(b, "latest"));
@@ -491,7 +491,10 @@ BOOST_AUTO_TEST_CASE(two_ranks_equal_one_rank_and_resume_as_one) {
   train(1, "train " + cct + " --out " + one.string(), tmp.path() / "one.txt");
   train(2, "train " + cct + " --out " + two.string(), tmp.path() / "two.txt");
   metrics_agree(one, two, {"train_loss", "val_loss", "val_acc", "test_acc", "lr"});
-  parameters_agree(one, two);
+  // The pooling's bias shifts every token's score alike: its gradient is zero but for rounding
+  // (it moved 0.000114 vs 0.000349 in the sanitizer build).
+  const std::vector<std::string> rounding_only = {"pool.attention_pool.bias"};
+  parameters_agree(one, two, rounding_only);
   BOOST_TEST(read_text(two / "config.yaml").rfind("# data parallel: 2 ranks launched by mpirun (mpi); global batch 32 = 2 x 16 per rank", 0) == 0,
              read_text(two / "config.yaml").substr(0, 200));
   const auto summary = nlohmann::json::parse(read_text(two / "summary.json"));
@@ -502,7 +505,7 @@ BOOST_AUTO_TEST_CASE(two_ranks_equal_one_rank_and_resume_as_one) {
   remove_step(resumed, 11);  // 360 training images / 32: 11 steps an epoch
   train(1, "train --resume " + resumed.string(), tmp.path() / "resumed.txt");
   metrics_agree(two, resumed, {"train_loss", "val_loss", "val_acc", "test_acc"});
-  parameters_agree(two, resumed);
+  parameters_agree(two, resumed, rounding_only);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
