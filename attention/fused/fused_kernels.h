@@ -214,15 +214,3 @@ int64_t RowGeometry::for_each_segment(int64_t i, Fn&& fn) const {
 }
 
 }  // namespace posgrad::fused_detail
-
-// The explicit instantiations of forward and backward (float and double) in the namespace where
-// it is expanded: fused_kernels.cpp (the dispatch) and each compiled copy of the kernels.
-#define POSGRAD_INSTANTIATE_FUSED_KERNELS()                                                                     \
-  template void forward<float>(const Problem&, const Tables<float>&, const float*, const float*, const float*, \
-                               float*, float*, float*);                                                      \
-  template void forward<double>(const Problem&, const Tables<double>&, const double*, const double*,           \
-                                const double*, double*, double*, double*);                                    \
-  template void backward<float>(const Problem&, const Tables<float>&, const float*, const float*, const float*, \
-                                const float*, const float*, const float*, const Grads<float>&);               \
-  template void backward<double>(const Problem&, const Tables<double>&, const double*, const double*,          \
-                                 const double*, const double*, const double*, const double*, const Grads<double>&);

@@ -1,9 +1,5 @@
-// The fused attention kernels' code (see fused_kernels.h for the formula), included by two
-// translation units that compile it for different vector widths: fused_kernels_wide.cpp (the
-// compiler's widest vectors, for long runs of keys: sequences) and fused_kernels_narrow.cpp
-// (256-bit vectors, for the short runs of keys of 2-D grid rows). fused_kernels.cpp picks one per
-// call. Each includer defines POSGRAD_FUSED_VARIANT, the namespace the code goes into, and
-// POSGRAD_FUSED_VECTOR_BYTES, its vector width.
+// The fused attention kernels' code (see fused_kernels.h for the formula), in vectors of the
+// target's widest width, included by fused_kernels.cpp (which adds column tables around it).
 //
 // The algorithm, per (batch, head):
 //   forward   for each query row i: the logits of its runs of keys into a row buffer
@@ -26,7 +22,7 @@
 // Every loop over keys is written once, in vectors of keys (Lanes), for any head width Dh; the
 // thesis's Dh = 8 is compiled as a constant (with_head_width: unrolled d loops, per-d values in
 // registers), the other widths run the same code with Dh read at run time.
-// Deliberately not here: the choice of variant, autograd, argument checks.
+// Deliberately not here: column tables, autograd, argument checks.
 // Shapes: letters of shape_legend.h.
 #pragma once
 
@@ -47,15 +43,19 @@
 #include "tensor/cpu/parallel.h"
 #include "tensor/tensor.h"
 
-#ifndef POSGRAD_FUSED_VARIANT
-#error "define POSGRAD_FUSED_VARIANT (the namespace of this copy of the kernels) before including fused_kernels_impl.h"
-#endif
-#ifndef POSGRAD_FUSED_VECTOR_BYTES
-#error "define POSGRAD_FUSED_VECTOR_BYTES (the vector width this copy is compiled for) before including fused_kernels_impl.h"
+// The lanes of the vector code: the widest vectors the target has. A second copy for 256-bit
+// vectors, for the short runs of 2-D grid rows, was removed (issue 25): with masked last steps
+// the one copy is faster on 2-D grids down to windows of 1/8 of the keys, 10% slower on 5 x 5
+// windows (docs/design.md, "Tried and dropped").
+#if defined(__AVX512F__)
+#define POSGRAD_FUSED_VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define POSGRAD_FUSED_VECTOR_BYTES 32
+#else
+#define POSGRAD_FUSED_VECTOR_BYTES 16
 #endif
 
-namespace posgrad::fused_detail::POSGRAD_FUSED_VARIANT {
-
+namespace posgrad::fused_detail::row_kernels {
 
 namespace {
 
@@ -92,8 +92,7 @@ F exp_polynomial(F r) {
 // Reductions over a run of keys keep one partial result per vector lane and combine the lanes at
 // the end. A single running scalar would chain every step on the one before: GCC 12 does not
 // vectorise a float max reduction at all without -ffast-math, and a running sum waits on the FMA
-// latency each step. The lanes are GCC/Clang vector types of POSGRAD_FUSED_VECTOR_BYTES (set by
-// the includer), so the partial results stay in registers.
+// latency each step. The lanes are GCC/Clang vector types of POSGRAD_FUSED_VECTOR_BYTES, so the partial results stay in registers.
 template <typename T>
 struct Lanes {
   typedef T Vec __attribute__((vector_size(POSGRAD_FUSED_VECTOR_BYTES)));
@@ -1055,4 +1054,4 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
   with_head_width(P.Dh, [&](auto dh) { backward_with_width(dh, P, tables, q, k, v, out, lse, dout, grads); });
 }
 
-}  // namespace posgrad::fused_detail::POSGRAD_FUSED_VARIANT
+}  // namespace posgrad::fused_detail::row_kernels
