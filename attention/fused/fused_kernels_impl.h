@@ -4,7 +4,7 @@
 // The algorithm, per (batch, head):
 //   forward   for each query row i: the logits of its runs of keys into a row buffer
 //             (segment_logits), m = their max, then e = exp(s - m) and sum_j e v_j in one pass
-//             (RowDotSums::add_exp; with a mask, e is stored, masked, then summed);
+//             (RowDotSums::add_exp; with a mask, e M and both sums);
 //             out_i = that sum / denominator, and only lse_i = m + log(denominator) is kept.
 //   backward  never stores probabilities: it recomputes each row's logits from q, k and the
 //             tables and its probabilities e = exp(s - lse) (FlashAttention-2 style). Queries go
@@ -198,21 +198,6 @@ T row_max(const T* s, int64_t len) {
   return m;
 }
 
-// e[t] = exp(s[t] - m) for t < len; returns the sum of e (per-lane partial sums).
-template <typename T>
-T exp_and_sum(const T* s, T m, T* e, int64_t len) {
-  typename Lanes<T>::Vec lane = Lanes<T>::splat(T(0));
-  for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
-    // -inf past the run: exp gives 0 there, so the sum is the run's.
-    const auto x = Lanes<T>::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - m);
-    lanes.store(e + t, x);
-    lane += x;
-  });
-  T z = 0;
-  for (int l = 0; l < Lanes<T>::kCount; ++l) z += lane[l];
-  return z;
-}
-
 // The head width Dh as the key loops see it: a compile-time constant for the widths
 // with_head_width instantiates (kFixed > 0: the loops over d unroll and their per-d values stay
 // in registers), else the call's width read at run time (kFixed = 0). The loops are the same.
@@ -289,7 +274,7 @@ class RowDotSums {
   explicit RowDotSums(int64_t Dh) : part_(static_cast<size_t>(Dh)) { clear(); }
   void clear() {
     std::fill(part_.begin(), part_.end(), L::splat(T(0)));
-    weight_sum_ = L::splat(T(0));
+    weight_sum_ = masked_sum_ = L::splat(T(0));
   }
   template <class W>
   void add(W dh, const T* w, const T* rows, int64_t stride, int64_t len) {
@@ -300,22 +285,23 @@ class RowDotSums {
     });
     part.store();
   }
-  // add() with the weights w[t] = exp(s[t] - m) computed on the way (the forward's e . v without
-  // a pass to store e and one to read it back); e gets them when not null. Their sum:
-  // weight_sum().
-  template <class W>
-  void add_exp(W dh, const T* s, T m, T* e, const T* rows, int64_t stride, int64_t len) {
+  // add() with the weights w[t] = exp(s[t] - m), times mask[t] when kMasked, computed on the way
+  // (the forward's e . v without a pass to store e and one to read it back); e gets them when not
+  // null. Their sums: weight_sum() without the mask, masked_sum() with it.
+  template <bool kMasked, class W>
+  void add_exp(W dh, const T* s, T m, const T* mask, T* e, const T* rows, int64_t stride, int64_t len) {
     DimAccumulators<Vec, W> part(dh, part_.data());
-    Vec z = weight_sum_;
+    Vec z = weight_sum_, zm = masked_sum_;
     for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
       // -inf past the run: its weights are 0 there.
-      const Vec wt = L::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - m);
-      if (e) lanes.store(e + t, wt);
+      Vec wt = L::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - m);
       z += wt;
+      if constexpr (kMasked) zm += (wt *= lanes.load(mask + t));
+      if (e) lanes.store(e + t, wt);
       for (int64_t d = 0; d < dh(); ++d) part[d] += wt * lanes.load(rows + d * stride + t);
     });
     part.store();
-    weight_sum_ = z;
+    weight_sum_ = z, masked_sum_ = zm;
   }
   // a.add(wa, ra, sa, len) and b.add(wb, rb, sb, len) in one pass over the run (the backward's dq
   // from the query table and from k).
@@ -333,8 +319,9 @@ class RowDotSums {
     pa.store();
     pb.store();
   }
-  // The sum of add_exp's weights since the last finish.
+  // The sums of add_exp's weights since the last finish, without and with the mask.
   T weight_sum() const { return lane_sum(weight_sum_); }
+  T masked_sum() const { return lane_sum(masked_sum_); }
   // The sums: out[d] = sum for d < Dh (and the state cleared for the next query).
   void finish(T* out) {
     for (size_t d = 0; d < part_.size(); ++d) out[d] = lane_sum(part_[d]);
@@ -350,7 +337,7 @@ class RowDotSums {
     return a;
   }
   std::vector<Vec> part_;  // [Dh] per-lane partial sums
-  Vec weight_sum_;
+  Vec weight_sum_, masked_sum_;
 };
 
 #ifdef POSGRAD_OPENMP
@@ -641,31 +628,17 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
           lse[bh * Nq + i] = std::numeric_limits<T>::infinity();
           continue;
         }
-        // Z = sum exp(s - m) over the whole row; Zm = the same with the mask (Z without one).
-        T Z = 0, Zm = 0;
-        if (!masked) {  // e = exp(s - m) computed inside the e . v pass (kept only for dense_probs)
-          off = 0;
-          for (const Segment& g : segs) {
-            sc.ev.add_exp(dh, sc.s.data() + off, m, dense_probs ? sc.e.data() + off : nullptr, hd.vt + g.j0, N,
-                          g.len);
-            off += g.len;
-          }
-          Z = Zm = sc.ev.weight_sum();
-        } else {
-          Z = exp_and_sum(sc.s.data(), m, sc.e.data(), L);
-          off = 0;
-          for (const Segment& g : segs) {
-            T* __restrict e = sc.e.data() + off;
-            const T* __restrict mk = run_mask(hd, P, i, g);
-            for (int64_t t = 0; t < g.len; ++t) {
-              e[t] *= mk[t];
-              Zm += e[t];
-            }
-            sc.ev.add(dh, e, hd.vt + g.j0, N, g.len);
-            off += g.len;
-          }
+        // e = exp(s - m) M computed inside the e . v pass (kept only for dense_probs); the
+        // denominator sum e M + 1e-8 sum exp(s - m) over the whole row, or sum e without a mask.
+        off = 0;
+        for (const Segment& g : segs) {
+          T* e = dense_probs ? sc.e.data() + off : nullptr;
+          if (masked) sc.ev.template add_exp<true>(dh, sc.s.data() + off, m, run_mask(hd, P, i, g), e, hd.vt + g.j0, N, g.len);
+          else sc.ev.template add_exp<false>(dh, sc.s.data() + off, m, nullptr, e, hd.vt + g.j0, N, g.len);
+          off += g.len;
         }
-        const T denom = masked ? Zm + static_cast<T>(kMaskEpsilon) * Z : Zm;
+        const T Z = sc.ev.weight_sum();
+        const T denom = masked ? sc.ev.masked_sum() + static_cast<T>(kMaskEpsilon) * Z : Z;
         sc.ev.finish(sc.acc.data());
         for (int64_t d = 0; d < Dh; ++d) oi[d] = sc.acc[d] / denom;
         lse[bh * Nq + i] = m + std::log(denom);
