@@ -2,9 +2,6 @@
 // Shapes: letters of shape_legend.h.
 #include "attention/offset_box.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include <algorithm>
 
 #include "tensor/error.h"
@@ -58,12 +55,6 @@ bool OffsetBox::contains(const std::vector<int64_t>& offset) const {
   for (size_t d = 0; d < lo.size(); ++d)
     if (offset[d] < lo[d] || offset[d] > hi[d]) return false;
   return true;
-}
-
-std::string OffsetBox::describe() const {
-  std::vector<std::string> parts;
-  for (size_t d = 0; d < lo.size(); ++d) parts.push_back(fmt::format("[{}, {}]", lo[d], hi[d]));
-  return fmt::format("{}", fmt::join(parts, " x "));
 }
 
 }  // namespace posgrad

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "attention/positions.h"
@@ -26,7 +25,6 @@ struct OffsetBox {
   // fused path computes. Per dim the count of in-grid pairs, multiplied.
   double pairs(const std::vector<int64_t>& structure) const;
   bool contains(const std::vector<int64_t>& offset) const;
-  std::string describe() const;
 };
 
 }  // namespace posgrad

@@ -16,12 +16,6 @@ namespace {
 
 uint64_t draw_seed(Generator& gen) { return static_cast<uint64_t>(gen.next_uniform() * 9007199254740992.0); }
 
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t x : v) p *= x;
-  return p;
-}
-
 std::string number_text(double x) { return fmt::format("{}", x); }
 
 }  // namespace
@@ -32,7 +26,7 @@ PosattnClassifier::PosattnClassifier(const PosattnClassifierConfig& config, Gene
     fail("PosattnClassifier: input_dim, classes and output_hidden must be >= 1 and layers >= 0");
   if (config.pooling != "last" && config.pooling != "mean" && config.pooling != "max")
     fail("PosattnClassifier: unknown pooling '{}' (valid: last, mean, max)", config.pooling);
-  if (config.structure.empty() || product(config.structure) < 1)
+  if (config.structure.empty() || shape_numel(config.structure) < 1)
     fail("PosattnClassifier: the structure must be non-empty with sizes >= 1, got [{}]", fmt::join(config.structure, ", "));
   if (config.dims != 1 && config.dims != static_cast<int64_t>(config.structure.size()))
     fail("PosattnClassifier: dims must be 1 or the structure's {} dims, got {}", config.structure.size(), config.dims);
@@ -52,7 +46,7 @@ PosattnClassifier::PosattnClassifier(const PosattnClassifierConfig& config, Gene
   HookContext context;
   context.width = D;
   context.heads = config.heads;
-  context.structure = config.dims == 1 ? std::vector<int64_t>{product(config.structure)} : config.structure;
+  context.structure = config.dims == 1 ? std::vector<int64_t>{shape_numel(config.structure)} : config.structure;
   const HookSpec positional{config.positional, HookOptions(config.positional_options)};
   // Layer 0's scheme is built here, at the point of the generator's sequence where the loop
   // would build it (after input_proj, before block 0), to learn whether it is absolute.
@@ -96,12 +90,12 @@ PosattnClassifier::PosattnClassifier(const PosattnClassifierConfig& config, Gene
 }
 
 Positions PosattnClassifier::positions_for(const std::vector<int64_t>& spatial) const {
-  const int64_t N = product(spatial);
+  const int64_t N = shape_numel(spatial);
   if (config_.dims == 1) return Positions::sequence(N);
   if (static_cast<int64_t>(spatial.size()) == config_.dims) return Positions::grid(spatial);
-  if (spatial.size() == 1 && product(config_.structure) == N) return Positions::grid(config_.structure);
+  if (spatial.size() == 1 && shape_numel(config_.structure) == N) return Positions::grid(config_.structure);
   fail("PosattnClassifier: {}-D positions need {} spatial axes (or [B, N, C] with N = {}), got spatial sizes [{}]",
-       config_.dims, config_.dims, product(config_.structure), fmt::join(spatial, ", "));
+       config_.dims, config_.dims, shape_numel(config_.structure), fmt::join(spatial, ", "));
 }
 
 Variable PosattnClassifier::forward(const Variable& x) {

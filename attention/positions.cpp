@@ -11,16 +11,6 @@
 
 namespace posgrad {
 
-namespace {
-
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t x : v) p *= x;
-  return p;
-}
-
-}  // namespace
-
 Positions Positions::sequence(int64_t N, int64_t first) {
   if (N < 1) fail("Positions::sequence: need at least one token, got N = {}", N);
   if (first < 0) fail("Positions::sequence: the first index must be >= 0, got {}", first);
@@ -35,7 +25,7 @@ Positions Positions::grid(std::vector<int64_t> structure) {
     if (s < 1) fail("Positions::grid: every structure size must be >= 1, got {}", fmt::join(structure, "x"));
   Positions p;
   p.kind_ = structure.size() == 1 ? Kind::Sequence : Kind::Grid;
-  p.tokens_ = product(structure);
+  p.tokens_ = shape_numel(structure);
   p.structure_ = std::move(structure);
   return p;
 }

@@ -11,6 +11,10 @@ Tensor mask_indicator(const Tensor& mask, DType dtype) {
   return ne(mask.to(dtype), Tensor::zeros({}, dtype, mask.device()));
 }
 
+namespace {
+
+// The boolean mask (1 = blocked) that `masks` describes, broadcastable to [B, 1, N, M]
+// ([B, 1, 1, M] with key padding only), on `device`; undefined when nothing is masked.
 Tensor attention_block_mask(const AttentionMasks& masks, int64_t B, int64_t N, int64_t M, DType dtype,
                             Device device) {
   Tensor blocked;
@@ -28,6 +32,8 @@ Tensor attention_block_mask(const AttentionMasks& masks, int64_t B, int64_t N, i
   }
   return blocked;
 }
+
+}  // namespace
 
 Tensor blocked_union(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;

@@ -258,16 +258,10 @@ Variable CharTransformer::forward(const Tensor& tokens, LayerCache& cache, Gener
     Tensor input;
     x = layers_[static_cast<size_t>(l)]->forward(x, old, gen, input);
     // The next cache: the last `keep` rows of [old; input], detached (values only).
-    const int64_t old_rows = old.defined() ? old.size(1) : 0;
-    if (keep == 0) {
-      next[static_cast<size_t>(l)] = Tensor();
-    } else if (M >= keep) {
-      next[static_cast<size_t>(l)] = input.narrow(1, M - keep, keep).contiguous();
-    } else {
-      const int64_t from_old = std::min(old_rows, keep - M);
-      next[static_cast<size_t>(l)] =
-          from_old > 0 ? cat(std::vector<Tensor>{old.narrow(1, old_rows - from_old, from_old), input}, 1) : input.contiguous();
-    }
+    const int64_t old_rows = old.defined() ? old.size(1) : 0, from_old = std::clamp<int64_t>(keep - M, 0, old_rows);
+    const Tensor rows = from_old > 0 ? cat(std::vector<Tensor>{old.narrow(1, old_rows - from_old, from_old), input}, 1) : input;
+    const int64_t kept = std::min(keep, rows.size(1));
+    if (kept > 0) next[static_cast<size_t>(l)] = rows.narrow(1, rows.size(1) - kept, kept).contiguous();
   }
   cache.layers = std::move(next);
   if (final_norm_) x = final_norm_->forward(x);

@@ -38,11 +38,7 @@ std::string LearnedAbsolute::summary() const {
 }
 
 std::shared_ptr<AttentionHook> make_learned_absolute(const HookContext& context, const HookOptions& options, Generator& gen) {
-  int64_t fallback = 0;
-  if (!context.structure.empty()) {
-    fallback = 1;
-    for (int64_t s : context.structure) fallback *= s;
-  }
+  const int64_t fallback = context.structure.empty() ? 0 : shape_numel(context.structure);
   const int64_t size = options.integer("size", fallback);
   if (size == 0 && !options.has("size"))
     fail("learned_absolute: the context has no structure to size the table; set option size");
