@@ -92,7 +92,8 @@ F exp_polynomial(F r) {
 // Reductions over a run of keys keep one partial result per vector lane and combine the lanes at
 // the end. A single running scalar would chain every step on the one before: GCC 12 does not
 // vectorise a float max reduction at all without -ffast-math, and a running sum waits on the FMA
-// latency each step. The lanes are GCC/Clang vector types of POSGRAD_FUSED_VECTOR_BYTES, so the partial results stay in registers.
+// latency each step. The lanes are GCC/Clang vector types of POSGRAD_FUSED_VECTOR_BYTES, so the
+// partial results stay in registers.
 template <typename T>
 struct Lanes {
   typedef T Vec __attribute__((vector_size(POSGRAD_FUSED_VECTOR_BYTES)));
@@ -633,8 +634,10 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
         off = 0;
         for (const Segment& g : segs) {
           T* e = dense_probs ? sc.e.data() + off : nullptr;
-          if (masked) sc.ev.template add_exp<true>(dh, sc.s.data() + off, m, run_mask(hd, P, i, g), e, hd.vt + g.j0, N, g.len);
-          else sc.ev.template add_exp<false>(dh, sc.s.data() + off, m, nullptr, e, hd.vt + g.j0, N, g.len);
+          if (masked)
+            sc.ev.template add_exp<true>(dh, sc.s.data() + off, m, run_mask(hd, P, i, g), e, hd.vt + g.j0, N, g.len);
+          else
+            sc.ev.template add_exp<false>(dh, sc.s.data() + off, m, nullptr, e, hd.vt + g.j0, N, g.len);
           off += g.len;
         }
         const T Z = sc.ev.weight_sum();

@@ -259,7 +259,8 @@ Variable CharTransformer::forward(const Tensor& tokens, LayerCache& cache, Gener
     x = layers_[static_cast<size_t>(l)]->forward(x, old, gen, input);
     // The next cache: the last `keep` rows of [old; input], detached (values only).
     const int64_t old_rows = old.defined() ? old.size(1) : 0, from_old = std::clamp<int64_t>(keep - M, 0, old_rows);
-    const Tensor rows = from_old > 0 ? cat(std::vector<Tensor>{old.narrow(1, old_rows - from_old, from_old), input}, 1) : input;
+    const Tensor rows =
+        from_old > 0 ? cat(std::vector<Tensor>{old.narrow(1, old_rows - from_old, from_old), input}, 1) : input;
     const int64_t kept = std::min(keep, rows.size(1));
     if (kept > 0) next[static_cast<size_t>(l)] = rows.narrow(1, rows.size(1) - kept, kept).contiguous();
   }
