@@ -21,7 +21,8 @@ bool same_positions(const Positions& a, const Positions& b) {
 }  // namespace
 
 ApeMapsOncePerForward::MapsScope::MapsScope(ApeMapsOncePerForward& hook, std::vector<Positions> sides) : hook_(hook) {
-  if (!hook.sides_.empty() || sides.empty()) return;
+  const bool some_side_empty = std::any_of(sides.begin(), sides.end(), [](const Positions& s) { return s.tokens() < 1; });
+  if (!hook.sides_.empty() || sides.empty() || some_side_empty) return;
   hook.maps_ = hook.maps_of(sides);
   hook.sides_ = std::move(sides);
   ++hook.tables_computed_;

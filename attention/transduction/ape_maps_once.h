@@ -26,8 +26,8 @@ class ApeMapsOncePerForward : public AttentionHook {
   explicit ApeMapsOncePerForward(std::shared_ptr<ApeSequence> ape) : ape_(ape), sequence_(std::move(ape)) {}
   explicit ApeMapsOncePerForward(std::shared_ptr<ApeTree> ape) : ape_(ape), tree_(std::move(ape)) {}
 
-  // Computes the maps of every token of `sides` unless an outer scope holds maps; forgets them at
-  // the end of the scope that computed them.
+  // Computes the maps of every token of `sides` unless an outer scope holds maps (or a side has
+  // no tokens); forgets them at the end of the scope that computed them.
   class MapsScope {
    public:
     MapsScope(ApeMapsOncePerForward& hook, std::vector<Positions> sides);
