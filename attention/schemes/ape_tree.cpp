@@ -35,12 +35,18 @@ UniquePositions unique_positions(const Tensor& heap) {
   return u;
 }
 
+// Fails unless `side` is tree positions of the given branching factor (names the hook).
+void check_tree_side(const Positions& side, const char* hook, int64_t branching) {
+  if (!side.is_tree()) fail("{}: needs tree positions, got {}", hook, side.describe());
+  if (side.branching() != branching)
+    fail("{}: built for branching factor {}, but the positions have {}", hook, branching, side.branching());
+}
+
 // The heap positions of both sides, queries first ([Nq + Nk] or [B, Nq + Nk]; self-attention:
-// the one side), so maps and distances are computed once for both.
+// the one side), so the distances are computed once for both.
 Tensor joined_heap(const PositionPair& positions, const char* hook, int64_t branching) {
   if (!positions.is_tree()) fail("{}: needs tree positions, got {}", hook, positions.describe());
-  if (positions.keys().branching() != branching)
-    fail("{}: built for branching factor {}, but the positions have {}", hook, branching, positions.keys().branching());
+  check_tree_side(positions.keys(), hook, branching);
   if (positions.is_self()) return positions.keys().heap();
   Tensor hq = positions.queries().heap(), hk = positions.keys().heap();
   if (hq.dim() != hk.dim()) {  // one side shared by the batch: repeat it per row
@@ -144,29 +150,47 @@ Variable ApeTree::node_maps(const std::vector<int64_t>& heaps) const {
   return maps;
 }
 
+std::vector<Variable> ApeTree::side_maps(const std::vector<Positions>& sides) const {
+  // The heaps of all sides, flattened and joined: one unique set, one product chain.
+  std::vector<Tensor> heaps;
+  for (const Positions& side : sides) {
+    check_tree_side(side, "ape_tree", branching_);
+    heaps.push_back(side.heap().to(kCPU).contiguous().reshape({side.heap().numel()}));
+  }
+  const UniquePositions u = unique_positions(cat(heaps, 0));
+  const Variable unique_maps = node_maps(u.values);  // [U, Hs, Dh, Dh]
+  const Tensor index = Tensor::from_vector(u.index, {static_cast<int64_t>(u.index.size())}).to(unique_maps.device());
+  const int64_t Hs = shared_heads_ ? 1 : heads_, Dh = head_width_;
+  std::vector<Variable> maps;
+  int64_t start = 0;
+  for (const Positions& side : sides) {
+    const Tensor& heap = side.heap();
+    const int64_t count = heap.numel(), N = heap.size(-1);
+    const Variable gathered = index_select(unique_maps, 0, index.narrow(0, start, count));  // [N or B*N, Hs, Dh, Dh]
+    start += count;
+    if (heap.dim() == 1) {
+      maps.push_back(contiguous(permute(gathered, {1, 0, 2, 3})));  // [Hs, N, Dh, Dh]
+    } else {
+      maps.push_back(contiguous(permute(reshape(gathered, {heap.size(0), N, Hs, Dh, Dh}), {0, 2, 1, 3, 4})));  // [B, Hs, N, Dh, Dh]
+    }
+  }
+  return maps;
+}
+
 void ApeTree::rotate(Variable& q, Variable& k, const PositionPair& positions) {
   check_ape_qk("ape_tree", q, k, heads_, head_width_);
-  const Tensor heap = joined_heap(positions, "ape_tree", branching_);
-  const int64_t N = heap.size(-1), Hs = shared_heads_ ? 1 : heads_, Dh = head_width_;
-  if (heap.dim() == 2 && heap.size(0) != q.size(0))
-    fail("ape_tree: heap positions {} do not match the batch of {} sequences", heap.describe(), q.size(0));
-  const UniquePositions u = unique_positions(heap);
-  const Variable unique_maps = node_maps(u.values);  // [U, Hs, Dh, Dh], once for queries and keys
-  const Tensor index = Tensor::from_vector(u.index, {static_cast<int64_t>(u.index.size())}).to(unique_maps.device());
-  Variable maps = index_select(unique_maps, 0, index);  // [N or B*N, Hs, Dh, Dh]
-  if (heap.dim() == 1) {
-    maps = permute(maps, {1, 0, 2, 3});  // [Hs, N, Dh, Dh]
-  } else {
-    maps = permute(reshape(maps, {heap.size(0), N, Hs, Dh, Dh}), {0, 2, 1, 3, 4});  // [B, Hs, N, Dh, Dh]
-  }
+  for (const Positions* side : {&positions.queries(), &positions.keys()})
+    if (side->is_tree() && side->heap().dim() == 2 && side->heap().size(0) != q.size(0))
+      fail("ape_tree: heap positions {} do not match the batch of {} sequences", side->heap().describe(), q.size(0));
   if (positions.is_self()) {
+    const Variable maps = side_maps({positions.keys()}).front();  // once for queries and keys
     q = apply_token_maps(q, maps);
     k = apply_token_maps(k, maps);
     return;
   }
-  const int64_t Nq = positions.queries().tokens(), token_axis = maps.dim() - 3;
-  q = apply_token_maps(q, narrow(maps, token_axis, 0, Nq));
-  k = apply_token_maps(k, narrow(maps, token_axis, Nq, N - Nq));
+  const std::vector<Variable> maps = side_maps({positions.queries(), positions.keys()});
+  q = apply_token_maps(q, maps[0]);
+  k = apply_token_maps(k, maps[1]);
 }
 
 AttentionTerms ApeTree::attention_terms(const PositionPair& positions, DType dtype) {

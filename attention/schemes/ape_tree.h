@@ -10,7 +10,9 @@
 //   logit = (q~ . k~ / sqrt(Dh)) * decay^distance(u_q, u_k)
 //
 // The maps are computed once per rotate for the unique heap positions of the batch (one batched
-// matmul per depth step over a table [W_0^T, ..., W_{kappa-1}^T, I]) and then gathered per token.
+// matmul per depth step over a table [W_0^T, ..., W_{kappa-1}^T, I]) and then gathered per token;
+// side_maps does that for several sides at once, which ApeMapsOncePerForward
+// (attention/transduction/ape_maps_once.h) uses to compute them once per forward of a model.
 // The decay is the escape hatch of attention_terms.h (dense_modulation: a per-example [B, N, N]
 // factor, not a table over a relative grid), so with decay only the reference path runs.
 //
@@ -56,6 +58,10 @@ class ApeTree : public AttentionHook {
 
   // The maps M of the given heap positions, in order: [P, H|1, Dh, Dh] (1 when heads share).
   Variable node_maps(const std::vector<int64_t>& heaps) const;
+  // The maps of every token of each side (tree positions of this branching factor), from one
+  // product chain over the unique heap positions of all the sides: per side, contiguous,
+  // [H|1, N, Dh, Dh] for a heap [N] or [B, H|1, N, Dh, Dh] for a heap [B, N].
+  std::vector<Variable> side_maps(const std::vector<Positions>& sides) const;
   // W_b for every branch: [kappa, H|1, Dh, Dh].
   Variable branch_matrices() const;
   const OrthogonalGenerators& generators() const { return *generators_; }

@@ -24,9 +24,12 @@ EncoderDecoder::EncoderDecoder(const EncoderDecoderConfig& config, Generator& ge
   const HookContext context{.width = config.width, .heads = config.heads, .structure = {config.max_positions}};
   positional_ = register_module("positional", make_hook(config.positional, context, gen));
   absolute_ = dynamic_cast<AbsoluteEncoding*>(positional_.get());
+  if (config.ape_maps_once) {
+    if (auto ape = std::dynamic_pointer_cast<ApeSequence>(positional_)) ape_maps_ = std::make_shared<ApeMapsOncePerForward>(ape);
+    if (auto ape = std::dynamic_pointer_cast<ApeTree>(positional_)) ape_maps_ = std::make_shared<ApeMapsOncePerForward>(ape);
+  }
   std::vector<std::shared_ptr<AttentionHook>> shared;
-  if (auto ape = std::dynamic_pointer_cast<ApeSequence>(positional_)) {
-    ape_maps_ = std::make_shared<ApeMapsOncePerForward>(ape);
+  if (ape_maps_) {
     shared.push_back(ape_maps_);
   } else if (!absolute_) {
     shared.push_back(positional_);
@@ -74,7 +77,7 @@ Variable EncoderDecoder::encode(const Tensor& source, const Tensor& padding, con
   const Positions sequence = Positions::sequence(source.size(1));
   const Positions& at = positions ? *positions : sequence;
   std::optional<ApeMapsOncePerForward::MapsScope> maps;
-  if (ape_maps_) maps.emplace(*ape_maps_, source.size(1));
+  if (ape_maps_) maps.emplace(*ape_maps_, std::vector<Positions>{at});
   Variable x = embed(source, at);
   const AttentionMasks masks{.key_padding = padding};
   for (auto& layer : encoder_) x = layer->forward(x, masks, &at);
@@ -94,7 +97,7 @@ Variable EncoderDecoder::decode(const Tensor& tokens, const Variable& memory, co
   const PositionPair self_pair(at);
   const PositionPair cross_pair(at, memory_positions ? *memory_positions : memory_sequence);
   std::optional<ApeMapsOncePerForward::MapsScope> maps;
-  if (ape_maps_) maps.emplace(*ape_maps_, std::max(first + tokens.size(1), memory.size(1)));
+  if (ape_maps_) maps.emplace(*ape_maps_, std::vector<Positions>{at, cross_pair.keys()});
   Variable y = embed(tokens, at);
   for (size_t l = 0; l < decoder_.size(); ++l) {
     const DecoderStep step{.self_positions = caches ? nullptr : &self_pair, .cross_positions = &cross_pair,
@@ -121,8 +124,8 @@ Positions EncoderDecoder::decoder_positions(const TransductionBatch& batch) cons
 Variable EncoderDecoder::forward(const TransductionBatch& batch) {
   const Positions source_at = source_positions(batch), decoder_at = decoder_positions(batch);
   const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype()));
-  std::optional<ApeMapsOncePerForward::MapsScope> maps;  // one table for the encoder and the decoder
-  if (ape_maps_) maps.emplace(*ape_maps_, std::max(batch.source.size(1), batch.decoder_input.size(1)));
+  std::optional<ApeMapsOncePerForward::MapsScope> maps;  // one computation for the encoder and the decoder
+  if (ape_maps_) maps.emplace(*ape_maps_, std::vector<Positions>{source_at, decoder_at});
   const Variable memory = encode(batch.source, padding, &source_at);
   return logits(decode(batch.decoder_input, memory, padding, &decoder_at, &source_at));
 }

@@ -16,11 +16,12 @@
 //
 // One positional module ("positional", any registered scheme, registry.h) serves every layer and
 // encoder-self, decoder-self and cross attention, as the paper shares it: its parameters (APE's
-// generators, tuned RoPE frequencies, Shaw's table) exist once. Sequence APE ("ape") goes through
-// ApeMapsOncePerForward (ape_maps_once.h): its maps are computed once per forward (once per
-// encode or decode call outside forward) for all of the model's attentions, as the paper's code. Positions: sequences 0..N-1 and
-// 0..T-1 on the two sides (SOS at 0), or, for tree positions (config.tree_positions), the batch's
-// heap positions (source_heap, decoder_heap).
+// generators, tuned RoPE frequencies, Shaw's table) exist once. APE ("ape" and "ape_tree") goes
+// through ApeMapsOncePerForward (ape_maps_once.h): its maps are computed once per forward (once
+// per encode or decode call outside forward) for all of the model's attentions, as the paper's
+// code (config.ape_maps_once = false: each attention computes its own, the same numbers).
+// Positions: sequences 0..N-1 and 0..T-1 on the two sides (SOS at 0), or, for tree positions
+// (config.tree_positions), the batch's heap positions (source_heap, decoder_heap).
 // The decoder's causal mask is the index order: the tree tasks' traversal-derived mask equals it
 // on every scored step (their targets are listed in traversal order, transduction_batch.h).
 //
@@ -57,6 +58,7 @@ struct EncoderDecoderConfig {
   int64_t max_positions = 512;     // the hook context's structure {this} (learned_absolute's default size)
   bool tree_positions = false;     // heap positions of the batch (tree schemes) instead of indices
   int64_t branching = 2;           // kappa of the tree positions
+  bool ape_maps_once = true;       // APE's maps once per forward (false: per attention call)
   AttentionPath path = AttentionPath::Auto;
 };
 
@@ -85,7 +87,8 @@ class EncoderDecoder : public Module {
 
   const EncoderDecoderConfig& config() const { return config_; }
   AttentionHook& positional() { return *positional_; }
-  // The once-per-forward APE maps; null unless the scheme is "ape".
+  // The once-per-forward APE maps; null unless the scheme is "ape" or "ape_tree" (and
+  // config.ape_maps_once).
   const ApeMapsOncePerForward* ape_maps() const { return ape_maps_.get(); }
   bool absolute_positions() const { return absolute_ != nullptr; }
   TransformerEncoderBlock& encoder_layer(int64_t l) { return *encoder_[static_cast<size_t>(l)]; }
@@ -98,7 +101,7 @@ class EncoderDecoder : public Module {
   std::shared_ptr<Embedding> embedding_;
   std::shared_ptr<AttentionHook> positional_;
   AbsoluteEncoding* absolute_ = nullptr;  // positional_ when it is an absolute scheme
-  std::shared_ptr<ApeMapsOncePerForward> ape_maps_;  // wraps positional_ when it is sequence APE
+  std::shared_ptr<ApeMapsOncePerForward> ape_maps_;  // wraps positional_ when it is APE
   std::shared_ptr<Dropout> input_dropout_;
   std::vector<std::shared_ptr<TransformerEncoderBlock>> encoder_;
   std::vector<std::shared_ptr<TransformerDecoderBlock>> decoder_;

@@ -2,7 +2,8 @@
 //   * golden PyTorch files (tools/golden_encoder_decoder.py): 1 + 1 layers in float64, APE post-LN
 //     with scale_grad_by_freq and label smoothing, sinusoidal pre-LN, tree APE post-LN on heap
 //     positions: the encoder output, the logits, the loss, every gradient, 3 AdamW steps;
-//   * APE's maps are computed once per forward for all of the model's attentions;
+//   * APE's maps (sequence and tree) are computed once per forward for all of the model's
+//     attentions, with the outputs and every gradient of computing them in each attention;
 //   * the decoder is causal (on tree positions too), decoding with the key/value caches gives the states of one decode
 //     over the whole sequence, and greedy decoding with the cache gives the tokens of decoding
 //     the whole prefix again, for every sequence scheme of Table 2(a);
@@ -18,6 +19,7 @@
 #include "attention/transduction/encoder_decoder.h"
 #include "attention/transduction/greedy_decoding.h"
 #include "datasets/transduction/sequence_tasks.h"
+#include "datasets/transduction/tree_tasks.h"
 #include "nn/adam.h"
 #include "nn/losses.h"
 #include "nn/safetensors.h"
@@ -156,6 +158,93 @@ BOOST_AUTO_TEST_CASE(ape_maps_computed_once_per_forward) {
   BOOST_TEST(model.ape_maps()->tables_computed() == 2);  // a new table per forward (the generators change)
   greedy_decode(model, batch.source, eq(batch.source_mask, Tensor::zeros({})), Tensor::zeros({3}, kInt64), {.steps = 4});
   BOOST_TEST(model.ape_maps()->tables_computed() == 2 + 1 + 4);  // the encoder, then each cached step
+  BOOST_TEST(model.ape_maps()->rotations_without_held_maps() == 0);  // every attention used the held maps
+}
+
+namespace {
+
+// A batch of 4 ROTATE examples (depth-first targets) on trees of depth about 3, with heap positions.
+TransductionBatch small_tree_batch() {
+  const TreeTaskSettings task{.output_order = TreeOrder::DepthFirst, .depth_mean = 3.0, .depth_stddev = 1.0};
+  const auto examples = make_tree_splits(TreeTask::Rotate, task, {.train = 4, .dev = 1, .test = 1}, 5).train;
+  return make_transduction_batch(examples, {0, 1, 2, 3});
+}
+
+EncoderDecoderConfig maps_config(const std::string& scheme) {
+  EncoderDecoderConfig c;
+  c.vocab = 24;
+  c.width = 16;
+  c.heads = 2;
+  c.ff_width = 32;
+  c.encoder_layers = 2;
+  c.decoder_layers = 2;
+  c.dropout = 0;
+  c.attention_dropout = 0;
+  c.tree_positions = scheme != "ape";
+  c.positional = scheme == "ape_tree_shared_heads" ? HookSpec{"ape_tree", {{"shared_heads", "true"}}} : HookSpec{scheme, {}};
+  return c;
+}
+
+}  // namespace
+
+// Tree APE the paper's way: the maps of the union of the batch's encoder and decoder heap
+// positions once per forward (one for the encoder alone, one per decode call), used by all 6
+// attention calls of a 2 + 2 layer model.
+BOOST_AUTO_TEST_CASE(tree_ape_maps_computed_once_per_forward) {
+  Generator gen(4);
+  EncoderDecoder model(maps_config("ape_tree"), gen);
+  BOOST_REQUIRE(model.ape_maps() != nullptr);
+  const TransductionBatch batch = small_tree_batch();
+  model.forward(batch);
+  BOOST_TEST(model.ape_maps()->tables_computed() == 1);
+  const Positions source_at = model.source_positions(batch), decoder_at = model.decoder_positions(batch);
+  const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype()));
+  const Variable memory = model.encode(batch.source, padding, &source_at);
+  BOOST_TEST(model.ape_maps()->tables_computed() == 2);
+  model.decode(batch.decoder_input, memory, padding, &decoder_at, &source_at);
+  BOOST_TEST(model.ape_maps()->tables_computed() == 3);
+  BOOST_TEST(model.ape_maps()->rotations_without_held_maps() == 0);
+  // A layer called outside any scope: the wrapped hook computes the maps itself.
+  model.encoder_layer(0).forward(memory, AttentionMasks{.key_padding = padding}, &source_at);
+  BOOST_TEST(model.ape_maps()->tables_computed() == 3);
+  BOOST_TEST(model.ape_maps()->rotations_without_held_maps() == 1);
+  EncoderDecoder per_attention(
+      [] {
+        EncoderDecoderConfig c = maps_config("ape_tree");
+        c.ape_maps_once = false;
+        return c;
+      }(),
+      gen);
+  BOOST_TEST(per_attention.ape_maps() == nullptr);
+}
+
+// Maps once per forward or in each attention call: the same logits and the same gradient of
+// every parameter (float64; the generators' gradient is summed in another order).
+BOOST_DATA_TEST_CASE(ape_maps_once_equal_maps_per_attention, bdata::make({"ape", "ape_tree", "ape_tree_shared_heads"}),
+                     scheme) {
+  const TransductionBatch batch = small_tree_batch();
+  std::vector<Tensor> logits, grads;
+  std::vector<std::string> names;
+  for (const bool once : {true, false}) {
+    EncoderDecoderConfig c = maps_config(scheme);
+    c.ape_maps_once = once;
+    Generator gen(6);
+    EncoderDecoder model(c, gen);
+    model.to(kFloat64);
+    BOOST_TEST((model.ape_maps() != nullptr) == once);
+    const Variable out = model.forward(batch);
+    logits.push_back(out.value());
+    cross_entropy(out, batch.decoder_target, Reduction::Mean, kIgnoreTarget).backward();
+    for (const auto& [name, p] : model.named_parameters()) {
+      BOOST_REQUIRE_MESSAGE(p.grad().defined(), "no gradient for " << name);
+      grads.push_back(p.grad());
+      if (once) names.push_back(name);
+    }
+  }
+  expect_close(fmt::format("{} logits", scheme), logits[0], logits[1], 1e-13, 1e-12);
+  BOOST_REQUIRE(grads.size() == 2 * names.size());
+  for (size_t i = 0; i < names.size(); ++i)
+    expect_close(fmt::format("{} grad.{}", scheme, names[i]), grads[i], grads[i + names.size()], 1e-13, 1e-11);
 }
 
 // The cache changes the cost of a step, never its tokens.
