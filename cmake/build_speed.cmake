@@ -20,7 +20,7 @@
 #       -O3; GCC takes about a third less time at -O1 on this code. Debug builds (the sanitizer
 #       stage's -O1 -g1) are left as they are.
 #
-# Deliberately does not: touch the libraries (their objects keep one file per object and their
+# Deliberately does not: touch the posgrad libraries (their objects keep one file per object and their
 # own flags, which the benchmarks measure) or the CUDA objects, or precompile headers (the
 # targets do that themselves, with target_precompile_headers).
 option(POSGRAD_UNITY_BUILD "Compile the test suites and the apps' sources in batches (unity build)" ON)
