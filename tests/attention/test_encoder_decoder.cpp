@@ -135,19 +135,32 @@ BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make({"ape_postnorm", "sinusoidal_p
     expect_close("after_adamw." + ours, p.value(), golden.at("after_adamw." + golden_name(ours)), 1e-9, 1e-7);
 }
 
-// APE the paper's way: one table of maps per forward for all of the model's attentions (2 + 2
-// layers: 6 attention calls), one per encode or decode call outside a forward.
-BOOST_AUTO_TEST_CASE(ape_maps_computed_once_per_forward) {
+namespace {
+
+// A 2 + 2 layer model without dropout, for counting and comparing APE's maps ("ape", "ape_tree"
+// on heap positions, or "ape_tree_shared_heads").
+EncoderDecoderConfig maps_config(const std::string& scheme) {
   EncoderDecoderConfig c;
-  c.vocab = 9;
+  c.vocab = 24;
   c.width = 16;
   c.heads = 2;
   c.ff_width = 32;
   c.encoder_layers = 2;
   c.decoder_layers = 2;
-  c.positional = {"ape", {}};
+  c.dropout = 0;
+  c.attention_dropout = 0;
+  c.tree_positions = scheme != "ape";
+  c.positional = scheme == "ape_tree_shared_heads" ? HookSpec{"ape_tree", {{"shared_heads", "true"}}} : HookSpec{scheme, {}};
+  return c;
+}
+
+}  // namespace
+
+// APE the paper's way: one table of maps per forward for all of the model's attentions (2 + 2
+// layers: 6 attention calls), one per encode or decode call outside a forward.
+BOOST_AUTO_TEST_CASE(ape_maps_computed_once_per_forward) {
   Generator gen(4);
-  EncoderDecoder model(c, gen);
+  EncoderDecoder model(maps_config("ape"), gen);
   BOOST_REQUIRE(model.ape_maps() != nullptr);
   const auto examples = make_sequence_splits(SequenceTask::Reverse, {.vocab_size = 7, .length_mean = 5, .length_stddev = 1},
                                              {.train = 3, .dev = 1, .test = 1}, 5).train;
@@ -168,21 +181,6 @@ TransductionBatch small_tree_batch() {
   const TreeTaskSettings task{.output_order = TreeOrder::DepthFirst, .depth_mean = 3.0, .depth_stddev = 1.0};
   const auto examples = make_tree_splits(TreeTask::Rotate, task, {.train = 4, .dev = 1, .test = 1}, 5).train;
   return make_transduction_batch(examples, {0, 1, 2, 3});
-}
-
-EncoderDecoderConfig maps_config(const std::string& scheme) {
-  EncoderDecoderConfig c;
-  c.vocab = 24;
-  c.width = 16;
-  c.heads = 2;
-  c.ff_width = 32;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.dropout = 0;
-  c.attention_dropout = 0;
-  c.tree_positions = scheme != "ape";
-  c.positional = scheme == "ape_tree_shared_heads" ? HookSpec{"ape_tree", {{"shared_heads", "true"}}} : HookSpec{scheme, {}};
-  return c;
 }
 
 }  // namespace
