@@ -21,6 +21,9 @@ namespace fs = std::filesystem;
 using posgrad::test::read_text;
 using posgrad::test::TempDir;
 
+// The file's helpers and suites in a namespace of their own: in a unity batch (cmake/build_speed.cmake)
+// other test files with helpers of the same names (kApp, kTiny, run, ...) come before or after it.
+namespace cct_app_tests {
 namespace {
 
 const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "cct";
@@ -99,3 +102,5 @@ BOOST_AUTO_TEST_CASE(bad_input_one_clear_line) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace cct_app_tests

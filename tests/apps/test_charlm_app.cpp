@@ -32,6 +32,9 @@ namespace fs = std::filesystem;
 using posgrad::test::read_text;
 using posgrad::test::TempDir;
 
+// The file's helpers and suites in a namespace of their own: in a unity batch (cmake/build_speed.cmake)
+// other test files with helpers of the same names (kApp, kTiny, run, ...) come before or after it.
+namespace charlm_app_tests {
 namespace {
 const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "charlm";
 
@@ -519,3 +522,5 @@ BOOST_AUTO_TEST_CASE(missing_corpus_names_the_fetch_command) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace charlm_app_tests

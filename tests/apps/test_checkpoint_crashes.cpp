@@ -36,11 +36,15 @@
 extern char** environ;
 
 namespace fs = std::filesystem;
-using namespace posgrad;
-using namespace posgrad::apps;
 using posgrad::test::read_text;
 using posgrad::test::TempDir;
 using posgrad::test::TinyRun;
+
+// The file's helpers and suites in a namespace of their own: in a unity batch (cmake/build_speed.cmake)
+// other test files with helpers of the same names (kApp, kTiny, run, ...) come before or after it.
+namespace checkpoint_crashes_tests {
+using namespace posgrad;
+using namespace posgrad::apps;
 
 namespace {
 
@@ -440,3 +444,5 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_save_with_one_error_and_keeps_the_pre
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace checkpoint_crashes_tests

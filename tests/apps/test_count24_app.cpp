@@ -29,6 +29,9 @@ namespace fs = std::filesystem;
 using posgrad::test::read_text;
 using posgrad::test::TempDir;
 
+// The file's helpers and suites in a namespace of their own: in a unity batch (cmake/build_speed.cmake)
+// other test files with helpers of the same names (kApp, kTiny, run, ...) come before or after it.
+namespace count24_app_tests {
 namespace {
 const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "count24";
 
@@ -309,3 +312,5 @@ BOOST_AUTO_TEST_CASE(device_is_a_config_key) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace count24_app_tests

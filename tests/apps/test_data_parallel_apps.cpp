@@ -35,6 +35,9 @@ namespace fs = std::filesystem;
 using posgrad::test::read_text;
 using posgrad::test::TempDir;
 
+// The file's helpers and suites in a namespace of their own: in a unity batch (cmake/build_speed.cmake)
+// other test files with helpers of the same names (kApp, kTiny, run, ...) come before or after it.
+namespace data_parallel_apps_tests {
 namespace {
 
 const fs::path kBin = POSGRAD_BIN_DIR;
@@ -509,3 +512,5 @@ BOOST_AUTO_TEST_CASE(two_ranks_equal_one_rank_and_resume_as_one) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace data_parallel_apps_tests

@@ -21,6 +21,9 @@ using posgrad::apps::JobSettings;
 using posgrad::apps::Settings;
 using posgrad::test::TempDir;
 
+// The file's helpers and suites in a namespace of their own: in a unity batch (cmake/build_speed.cmake)
+// other test files with helpers of the same names (kApp, kTiny, run, ...) come before or after it.
+namespace job_settings_tests {
 namespace {
 
 struct App {
@@ -94,3 +97,5 @@ BOOST_AUTO_TEST_CASE(other_jobs_refuse_settings_and_every_job_refuses_the_option
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace job_settings_tests

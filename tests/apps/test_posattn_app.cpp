@@ -27,6 +27,9 @@ namespace fs = std::filesystem;
 using posgrad::test::read_text;
 using posgrad::test::TempDir;
 
+// The file's helpers and suites in a namespace of their own: in a unity batch (cmake/build_speed.cmake)
+// other test files with helpers of the same names (kApp, kTiny, run, ...) come before or after it.
+namespace posattn_app_tests {
 namespace {
 const fs::path kApp = fs::path(POSGRAD_BIN_DIR) / "posattn";
 // One OpenMP thread: on a loaded machine two spinning threads can cost ten times the time.
@@ -252,3 +255,5 @@ BOOST_AUTO_TEST_CASE(empty_paths_are_usage_errors) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace posattn_app_tests

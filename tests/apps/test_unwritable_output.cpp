@@ -26,6 +26,9 @@ namespace fs = std::filesystem;
 using posgrad::test::read_text;
 using posgrad::test::TempDir;
 
+// The file's helpers and suites in a namespace of their own: in a unity batch (cmake/build_speed.cmake)
+// other test files with helpers of the same names (kApp, kTiny, run, ...) come before or after it.
+namespace unwritable_output_tests {
 namespace {
 
 // Folders nothing can be created in: <tmp>/a_file/out (a_file a regular file), and a read-only
@@ -175,3 +178,5 @@ BOOST_AUTO_TEST_CASE(posgrad_sweep_runs_and_tables) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace unwritable_output_tests

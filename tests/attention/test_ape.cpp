@@ -31,6 +31,9 @@ using posgrad::test::check_error;
 using posgrad::test::check_module_gradients;
 namespace bdata = boost::unit_test::data;
 
+// The file's helpers and suites in a namespace of their own: test_schemes_basic.cpp, in the same
+// unity batch (cmake/build_speed.cmake), has a build() helper of the same name.
+namespace ape_tests {
 namespace {
 
 std::shared_ptr<AttentionHook> build(const std::string& name, std::map<std::string, std::string> options, int64_t D,
@@ -661,3 +664,5 @@ BOOST_DATA_TEST_CASE(ape_layer_matches_pytorch, bdata::make(kGolden), c) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace ape_tests
