@@ -10,7 +10,9 @@
 #   apps   the apps on the GPU: one epoch of the posattn thesis model (2-D SIREN + span t=0.1) on
 #          the bundle's CIFAR-10 batch (data.train_batches=1: 8,000 training and 2,000 validation
 #          images; the 80-epoch time on all 40,000 is extrapolated from its time per image), then
-#          the charlm shakespeare_gpu preset for at most POSGRAD_CHARLM_MINUTES (default 5)
+#          one epoch of the paper's CCT (configs/cct/full.yaml with grid APE) on the same batch
+#          (8,000 training images; the 300-epoch time on 45,000 is extrapolated from it), then the
+#          charlm shakespeare_gpu preset for at most POSGRAD_CHARLM_MINUTES (default 4)
 #   smoke  here, without a GPU: every bench and app command of the stages above at toy sizes on
 #          the CPU, and each suite's test list, so that the bundle and this script are known to
 #          work before GPU time is spent on them. With POSGRAD_GPU_CHECK_BIN=build/bin it runs a
@@ -20,7 +22,7 @@
 # PyTorch: python3 on PATH, or /usr/bin/python3 when only it has torch. Logs go to $OUT (the
 # device tool's folder) or gpu-results/, at most 8 files: summary.txt (appended as each step
 # ends, so a run killed at its time limit keeps what it finished), tests.log, bench.log, apps.log,
-# and the two app runs' metrics.
+# and the three app runs' metrics.
 # Usage: scripts/gpu_check.sh [tests|bench|apps|all|smoke]...      (default: all)
 # Through the device tool (10 minutes a call): `tests bench` in one call, `apps` in the next.
 set -uo pipefail
@@ -208,9 +210,31 @@ print(f"    posattn: 80 epochs of 40,000 training images (the thesis protocol) =
       f"of training steps (validation not included); the thesis: 30-40 h on a Titan RTX, our goal 0.5 h")
 EOF
   fi
+  # cct: the paper's CCT with grid APE for one epoch of the bundle's batch (1,000 validation and
+  # 1,000 test images held out of it: the bundle has no test_batch.bin).
+  cct_args=(train --config configs/cct/full.yaml --config configs/cct/schemes/ape_grid.yaml -Ddevice=$device
+            -Ddata.dir="$data" -Ddata.train_batches=1 -Ddata.val_images=1000 -Ddata.test_images=1000
+            -Dtrain.epochs=1 -Dtrain.warmup_epochs=0 -Dtrain.paper_epochs=[1] --out "$runs/cct")
+  [[ $device == cuda ]] || cct_args+=(-Ddata.small_dataset=200 -Ddata.val_images=2000 -Ddata.test_images=2000 -Dmodel.layers=1
+                                      -Dmodel.width=16 -Dmodel.heads=2 -Dmodel.ff_width=32 -Dtrain.batch_size=32)
+  step "cct full preset (grid APE), one epoch" "$log" run_posgrad "$bin/cct" "${cct_args[@]}"
+  if [[ -f $runs/cct/metrics.jsonl ]]; then
+    cp "$runs/cct/metrics.jsonl" "$out/cct_metrics.jsonl"
+    python3 - "$runs/cct" <<'EOF' | tee -a "$summary" || no_summary cct
+import json, sys
+run = sys.argv[1]
+s = json.load(open(run + "/summary.json"))
+m = [json.loads(l) for l in open(run + "/metrics.jsonl") if l.strip()][-1]
+per_image = m["time_per_sample_s"]
+print(f"    cct: {s['train_images']} training images, {per_image * 1e3:.3f} ms per training image, "
+      f"val_acc {m['val_acc']:.4f}, test_acc {m['test_acc']:.4f}")
+print(f"    cct: 300 epochs of 45,000 training images (the paper's recipe with 5,000 held out) = "
+      f"{per_image * 45000 * 300 / 3600:.2f} h of training steps (evaluation not included)")
+EOF
+  fi
   # charlm: the shakespeare_gpu preset, stopped by its own clock (it still evaluates and writes its summary).
   charlm_args=(train --config configs/charlm/shakespeare_gpu.yaml -Ddevice=$device -Ddata.data_dir="$data"
-               -Dtrain.max_minutes="${POSGRAD_CHARLM_MINUTES:-5}" --out "$runs/charlm")
+               -Dtrain.max_minutes="${POSGRAD_CHARLM_MINUTES:-4}" --out "$runs/charlm")
   [[ $device == cuda ]] || charlm_args+=(-Dmodel.layers=1 -Dmodel.width=16 -Dmodel.heads=2 -Dmodel.ff_width=32
                                          -Dmodel.max_span=32 -Dtrain.segment=16 -Dtrain.batch_size=2 -Dtrain.steps=3
                                          -Dtrain.warmup=1 -Dtrain.eval_every=3 -Dtrain.checkpoint_every=3
