@@ -197,14 +197,119 @@ void scale_c(int64_t M, int64_t N, T beta, T* C, int64_t ldc) {
   }
 }
 
+// c = alpha * sum + beta * c (beta == 0: c is not read).
+template <typename T>
+void write_c(T& c, T alpha, T sum, T beta) {
+  c = beta == T(0) ? alpha * sum : alpha * sum + beta * c;
+}
+
+// Rows [i0, i1) of a matrix-vector product (N == 1): c_i = alpha op(A)(i, :) . op(B)(:, 0) + beta c_i,
+// with op(A)(i, k) = A[i sai + k sak] and op(B)(k, 0) = b[k sbk]. The i-k-j loop would run its
+// inner loop one step per (i, k) here, and per-token maps applied to one vector each (the tree
+// encoding's q and k) make millions of such products of 16 x 16 by 16. A contiguous row of op(A)
+// and a contiguous b: a dot product in kLanes partial sums; otherwise kBlock rows at a time, each
+// column of op(A) added to their sums (contiguous along i when op(A) is A^T).
+template <typename T>
+void direct_matrix_vector(int64_t i0, int64_t i1, int64_t K, T alpha, const T* A, int64_t sai, int64_t sak,
+                          const T* b, int64_t sbk, T beta, T* C, int64_t ldc) {
+  if (sak == 1 && sbk == 1) {
+    constexpr int kLanes = 8;
+    for (int64_t i = i0; i < i1; ++i) {
+      const T* __restrict a = A + i * sai;
+      T part[kLanes] = {};
+      int64_t k = 0;
+      for (; k + kLanes <= K; k += kLanes)
+        for (int l = 0; l < kLanes; ++l) part[l] += a[k + l] * b[k + l];
+      T sum = 0;
+      for (; k < K; ++k) sum += a[k] * b[k];
+      for (int l = 0; l < kLanes; ++l) sum += part[l];
+      write_c(C[i * ldc], alpha, sum, beta);
+    }
+    return;
+  }
+  constexpr int64_t kBlock = 64;
+  for (int64_t i = i0; i < i1; i += kBlock) {
+    const int64_t rows = std::min(kBlock, i1 - i);
+    T sum[kBlock] = {};
+    for (int64_t k = 0; k < K; ++k) {
+      const T bk = b[k * sbk];
+      const T* __restrict a = A + i * sai + k * sak;
+      if (sai == 1) {
+        for (int64_t r = 0; r < rows; ++r) sum[r] += a[r] * bk;
+      } else {
+        for (int64_t r = 0; r < rows; ++r) sum[r] += a[r * sai] * bk;
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) write_c(C[(i + r) * ldc], alpha, sum[r], beta);
+  }
+}
+
+// Rows [i0, i1) of an outer product (K == 1): c_ij = alpha op(A)(i, 0) op(B)(0, j) + beta c_ij,
+// written in one pass (no separate pass to clear or scale C).
+template <typename T>
+void direct_outer_product(int64_t i0, int64_t i1, int64_t N, T alpha, const T* A, int64_t sai, const T* B,
+                          int64_t sbj, T beta, T* C, int64_t ldc) {
+  for (int64_t i = i0; i < i1; ++i) {
+    const T a = A[i * sai];
+    T* __restrict c = C + i * ldc;
+    if (sbj == 1) {
+      for (int64_t j = 0; j < N; ++j) write_c(c[j], alpha, a * B[j], beta);
+    } else {
+      for (int64_t j = 0; j < N; ++j) write_c(c[j], alpha, a * B[j * sbj], beta);
+    }
+  }
+}
+
+// Rows [i0, i1) of C for an op(B) of contiguous rows (sbj == 1) small enough to stay in cache:
+// each row of C in blocks of kCols columns (one 512-bit vector) summed in registers over the
+// whole of K, and written once. The i-k-j loop below reads and writes C's row at every k, each
+// write waiting on the one before, which dominates the small products of attention heads (a
+// [N, Dh] by [Dh, N] per head and batch row).
+template <typename T>
+void direct_register_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, T alpha, const T* A, int64_t sai,
+                          int64_t sak, const T* B, int64_t sbk, T beta, T* C, int64_t ldc) {
+  constexpr int64_t kCols = 64 / sizeof(T);
+  for (int64_t i = i0; i < i1; ++i) {
+    const T* a = A + i * sai;
+    T* __restrict c = C + i * ldc;
+    int64_t j0 = 0;
+    for (; j0 + kCols <= N; j0 += kCols) {
+      T sum[kCols] = {};
+      for (int64_t k = 0; k < K; ++k) {
+        const T ak = a[k * sak];
+        const T* __restrict b = B + k * sbk + j0;
+        for (int64_t j = 0; j < kCols; ++j) sum[j] += ak * b[j];
+      }
+      for (int64_t j = 0; j < kCols; ++j) write_c(c[j0 + j], alpha, sum[j], beta);
+    }
+    if (j0 < N) {  // the last N % kCols columns
+      const int64_t cols = N - j0;
+      T sum[kCols] = {};
+      for (int64_t k = 0; k < K; ++k) {
+        const T ak = a[k * sak];
+        const T* __restrict b = B + k * sbk + j0;
+        for (int64_t j = 0; j < cols; ++j) sum[j] += ak * b[j];
+      }
+      for (int64_t j = 0; j < cols; ++j) write_c(c[j0 + j], alpha, sum[j], beta);
+    }
+  }
+}
+
 // Rows [i0, i1) of C by the plain i-k-j loop: the inner loop runs along a row of C and, when B
 // is not transposed, of B, so it vectorises. K is walked in slices of about 128 KiB of B, so each
-// slice is reused from cache by all the rows. Used for small problems and by dgemm.
+// slice is reused from cache by all the rows. Used for small problems and by dgemm. A single
+// column (N == 1), a single step of K (K == 1) and a small op(B) of contiguous rows go to the
+// loops above, where this loop's inner loop would be one step long, its clearing pass would cost
+// as much as the product, or its reads and writes of C would dominate.
 template <typename T>
 void direct_rows(bool trans_a, bool trans_b, int64_t i0, int64_t i1, int64_t N, int64_t K, T alpha,
                  const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
   const int64_t sak = trans_a ? lda : 1, sai = trans_a ? 1 : lda;  // op(A)(i, k) strides
   const int64_t sbk = trans_b ? 1 : ldb, sbj = trans_b ? ldb : 1;  // op(B)(k, j) strides
+  if (N == 1) return direct_matrix_vector(i0, i1, K, alpha, A, sai, sak, B, sbk, beta, C, ldc);
+  if (K == 1) return direct_outer_product(i0, i1, N, alpha, A, sai, B, sbj, beta, C, ldc);
+  if (sbj == 1 && K * N * static_cast<int64_t>(sizeof(T)) <= (int64_t{128} << 10))
+    return direct_register_rows(i0, i1, N, K, alpha, A, sai, sak, B, sbk, beta, C, ldc);
   scale_c<T>(i1 - i0, N, beta, C + i0 * ldc, ldc);
   const int64_t k_slice = std::max<int64_t>(1, (int64_t{128} << 10) / static_cast<int64_t>(sizeof(T) * N));
   for (int64_t k0 = 0; k0 < K; k0 += k_slice) {
