@@ -1,8 +1,13 @@
 // bench_sgemm: times posgrad::cpu::sgemm on square float32 matrices (C = A @ B) and compares it
 // with PyTorch on the same number of threads, by running the twin script bench/sgemm_torch.py.
 //
-// Usage: bench_sgemm [--sizes 256,512,1024,2048] [--reps N] [--no-torch]
+// Usage: bench_sgemm [--sizes 256,512,1024,2048] [--reps N] [--no-torch] [--isa native|avx2]
 // Threads: OMP_NUM_THREADS (the torch script gets the same count; default 2 there when unset).
+// It first prints the CPU's vector extensions and the micro-kernel and blocking compiled into
+// posgrad's sgemm (chosen by -march at build time). --isa avx2 compares an AVX2 build of posgrad
+// (-march=x86-64-v3, docs/benchmarks.md) with PyTorch restricted to AVX2 (OpenBLAS's Haswell
+// kernels, oneDNN's AVX2 code), as on a CPU without AVX-512; it refuses a build whose sgemm uses
+// AVX-512. --isa native (the default) leaves PyTorch free to use everything the CPU has.
 // The twin runs under /usr/bin/python3, or the interpreter named by POSGRAD_PYTHON.
 // Per size: warm-up, then N timed repetitions; the median is reported, in ms and GFLOP/s
 // (2 n^3 flops). Each result is spot-checked against a double-precision dot product.
@@ -29,6 +34,7 @@
 #endif
 
 #include "bench/bench_cli.h"
+#include "bench/bench_floor.h"
 #include "bench/torch_twin.h"
 
 namespace {
@@ -48,10 +54,11 @@ struct TorchResults {
   bool ok = false;
 };
 
-TorchResults run_torch(const std::string& sizes, int reps, int threads) {
+TorchResults run_torch(const std::string& sizes, int reps, int threads, const std::string& isa) {
   TorchResults r;
   const posgrad::bench::TwinRun run = posgrad::bench::run_torch_twin(
-      "sgemm_torch.py", fmt::format("--sizes {} --reps {} --threads {}", sizes, reps, threads), 0);
+      "sgemm_torch.py",
+      fmt::format("--sizes {} --reps {} --threads {} --isa {}", sizes, reps, threads, isa), 0);
   std::istringstream lines(run.output);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream in(line);
@@ -83,7 +90,19 @@ int main(int argc, char** argv) {
   cli.add_option("--reps", reps, "timed repetitions per size (the median is reported)")->check(posgrad::bench::at_least(1))->capture_default_str();
   bool no_torch = false;
   cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
+  std::string isa = "native";
+  cli.add_option("--isa", isa, "native: PyTorch uses every vector extension of the CPU; avx2: an AVX2 build of posgrad against PyTorch restricted to AVX2")
+      ->check(CLI::IsMember({"native", "avx2"}))->capture_default_str();
   if (const auto exit_code = posgrad::bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  const posgrad::cpu::SgemmKernelInfo info = posgrad::cpu::sgemm_kernel_info();
+  const std::string kernel = fmt::format("{} (KC {}, MC {}, NC {})", info.name, info.kc, info.mc, info.nc);
+  if (isa == "avx2" && kernel.rfind("avx+fma", 0) != 0) {
+    std::fprintf(stderr,
+                 "bench_sgemm: error: --isa avx2 needs posgrad's AVX2 kernel, this build's sgemm has %s "
+                 "(configure a build folder with -DPOSGRAD_NATIVE=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v3)\n",
+                 kernel.c_str());
+    return 2;
+  }
   const bool torch = !no_torch;
   const std::vector<int64_t> sizes = posgrad::bench::sizes_of(size_list);
   int threads = 1;
@@ -92,6 +111,8 @@ int main(int argc, char** argv) {
 #endif
   std::printf("posgrad sgemm, square C = A @ B, %d thread(s) (OMP_NUM_THREADS), %d reps, median\n",
               threads, reps);
+  std::printf("CPU: %s; posgrad sgemm micro-kernel: %s; PyTorch ISA: %s\n",
+              posgrad::bench::cpu_vector_extensions().c_str(), kernel.c_str(), isa.c_str());
 
   std::map<int64_t, double> ours;
   std::mt19937 rng(42);
@@ -130,7 +151,7 @@ int main(int argc, char** argv) {
   if (!all_correct) std::printf("WARNING: spot check against a double dot product FAILED\n");
 
   if (!torch) return all_correct ? 0 : 1;
-  const TorchResults tr = run_torch(size_list, reps, threads);
+  const TorchResults tr = run_torch(size_list, reps, threads, isa);
   if (!tr.ok) {
     std::printf("\n%s\nOnly posgrad's numbers are shown above.\n", tr.info.c_str());
     return all_correct ? 0 : 1;

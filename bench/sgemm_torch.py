@@ -9,13 +9,23 @@ Two PyTorch paths are timed:
   onednn : torch._C._nn.mkldnn_linear on oneDNN tensors (A @ W^T with W = B^T pre-transposed), i.e.
            PyTorch's bundled, tuned oneDNN sgemm; skipped if this build lacks it.
 
-Usage: sgemm_torch.py [--sizes 256,512,1024,2048] [--reps 10] [--threads N]
+--isa avx2 restricts both paths to AVX2 + FMA, as on a CPU without AVX-512: OpenBLAS through
+OPENBLAS_CORETYPE=Haswell (Debian's OpenBLAS picks its kernels at run time), oneDNN through
+ONEDNN_MAX_CPU_ISA=AVX2 (DNNL_MAX_CPU_ISA for older versions), both set before torch loads. The
+INFO line names the OpenBLAS core and the oneDNN ISA actually in use, and the script stops with an
+error if a restriction did not take effect. --isa native (the default) leaves both alone.
+
+Usage: sgemm_torch.py [--sizes 256,512,1024,2048] [--reps 10] [--threads N] [--isa native|avx2]
 Threads default to OMP_NUM_THREADS, else 2. Output, one line per size and path:
   RESULT <path> <n> <median_ms> <gflops>
-preceded by an INFO line with the torch version, thread count and BLAS setting.
+preceded by an INFO line with the torch version, thread count, BLAS and ISAs.
 """
 import argparse
+import ctypes
 import os
+import re
+import sys
+import tempfile
 import time
 
 
@@ -40,6 +50,39 @@ def blas_library():
     return ", ".join(sorted(libs)) or "none found"
 
 
+def openblas_core():
+    """The kernel family OpenBLAS chose (e.g. Haswell, SkylakeX), or None if it is not OpenBLAS."""
+    for path in blas_library().split(", "):
+        try:
+            get_corename = ctypes.CDLL(path).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        get_corename.restype = ctypes.c_char_p
+        return get_corename().decode()
+    return None
+
+
+def onednn_isa(torch):
+    """The ISA line oneDNN prints in verbose mode (e.g. "Intel AVX2"), read from file descriptor 1
+    while one small oneDNN product runs; None if this torch has no oneDNN."""
+    if not (torch.backends.mkldnn.is_available() and hasattr(torch._C._nn, "mkldnn_linear")):
+        return None
+    x = torch.ones(16, 16).to_mkldnn()
+    with tempfile.TemporaryFile() as captured:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(captured.fileno(), 1)
+        try:
+            with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                torch._C._nn.mkldnn_linear(x, x, None)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        captured.seek(0)
+        found = re.search(r"isa:([^\n]*)", captured.read().decode(errors="replace"))
+    return found.group(1).strip() if found else "unknown"
+
+
 def time_fn(fn, reps, warmup=2):
     for _ in range(warmup):
         fn()
@@ -56,12 +99,16 @@ def main():
     p.add_argument("--sizes", default="256,512,1024,2048")
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "2") or 2))
+    p.add_argument("--isa", choices=("native", "avx2"), default="native")
     args = p.parse_args()
 
     # A pthreads BLAS (OpenBLAS) reads its thread count from the environment when it loads, not
     # from torch.set_num_threads, so set it before importing torch.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
+    if args.isa == "avx2":
+        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+        os.environ["ONEDNN_MAX_CPU_ISA"] = os.environ["DNNL_MAX_CPU_ISA"] = "AVX2"
     import torch
 
     torch.set_num_threads(args.threads)
@@ -70,8 +117,13 @@ def main():
         if "BLAS_INFO" in part:
             blas = part.split("=")[-1].strip()
     torch.mm(torch.ones(64, 64), torch.ones(64, 64))  # make sure the BLAS is loaded
+    core, isa = openblas_core(), onednn_isa(torch)
+    if args.isa == "avx2" and core not in (None, "Haswell"):
+        sys.exit(f"sgemm_torch.py: error: --isa avx2 asked OpenBLAS for Haswell kernels, it uses {core}")
+    if args.isa == "avx2" and isa is not None and isa != "Intel AVX2":
+        sys.exit(f"sgemm_torch.py: error: --isa avx2 asked oneDNN for AVX2, it uses {isa}")
     print(f"INFO torch {torch.__version__} threads {torch.get_num_threads()} blas {blas} "
-          f"({blas_library()})", flush=True)
+          f"({blas_library()}, OpenBLAS core {core or '-'}), oneDNN ISA {isa or '-'}", flush=True)
 
     torch.manual_seed(0)
     sizes = [int(s) for s in args.sizes.split(",") if s]

@@ -55,27 +55,26 @@ constexpr int64_t kNR = gemm_detail::kNR;
 using gemm_detail::micro_kernel;
 
 // ------------------------------------------------------------------ blocking parameters
-// Chosen for a core with 32 KiB L1d, 1 MiB L2 per core and a large shared L3 (AMD Zen 4 here;
-// Zen 3 and recent Intel server cores are similar), then tuned by measurement (docs/benchmarks.md,
-// "SGEMM (CPU)"). With the 8 x 32 AVX-512 tile:
-//   KC = 512: depth of one slice. Each micro-kernel call runs KC steps between touching its C tile,
-//       so a large KC amortises loading and storing C. The B micro-panel (KC x NR = 64 KiB) is
-//       re-read by every A micro-panel of the block; it overflows L1 but streams from L2 fast
-//       enough on this core (KC = 256, where it fits L1, measured a few percent slower).
-//   MC = 128: rows of the packed A block, MC x KC = 256 KiB, which stays in the 1 MiB L2 next to
-//       the B micro-panel in use.
-//   NC = 1024: columns of the packed B block, KC x NC = 2 MiB per thread, lives in L3.
+// Each micro-kernel comes with its own blocking (gemm_microkernel.h), tuned by measurement
+// (docs/benchmarks.md, "SGEMM (CPU)"):
+//   KC: depth of one slice. Each micro-kernel call runs KC steps between touching its C tile, so a
+//       large KC amortises loading and storing C; the B micro-panel (KC x NR), re-read by every A
+//       micro-panel of the block, should stay in L1 or stream from L2 fast enough.
+//       AVX-512 8 x 32: KC = 512 (a 64 KiB B panel, from L2; KC = 256 measured a few percent
+//       slower). AVX 6 x 16: KC = 256 (a 16 KiB B panel, which fits a 32 KiB L1 with the A panel).
+//   MC: rows of the packed A block (MC x KC), which stays in L2 next to the B micro-panel in use.
+//   NC: columns of the packed B block (KC x NC, about 2 MiB per thread), which lives in L3.
 // KC and NC are upper bounds: K and each thread's N range are cut into equal slices no bigger
 // than them. MC is rounded to a multiple of kMR and NC to a multiple of kNR. The -D overrides
 // exist for tuning sweeps only.
 #ifndef POSGRAD_GEMM_KC
-#define POSGRAD_GEMM_KC 512
+#define POSGRAD_GEMM_KC gemm_detail::kBlockKC
 #endif
 #ifndef POSGRAD_GEMM_MC
-#define POSGRAD_GEMM_MC 128
+#define POSGRAD_GEMM_MC gemm_detail::kBlockMC
 #endif
 #ifndef POSGRAD_GEMM_NC
-#define POSGRAD_GEMM_NC 1024
+#define POSGRAD_GEMM_NC gemm_detail::kBlockNC
 #endif
 constexpr int64_t kKC = POSGRAD_GEMM_KC;
 constexpr int64_t kMC = (POSGRAD_GEMM_MC + kMR - 1) / kMR * kMR;
@@ -434,6 +433,10 @@ void sgemm_thread(const Problem& P, int tid, int nt) {
 }
 
 }  // namespace
+
+SgemmKernelInfo sgemm_kernel_info() {
+  return {gemm_detail::kMicroKernelName, kMR, kNR, kKC, kMC, kNC};
+}
 
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,

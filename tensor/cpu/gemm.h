@@ -32,6 +32,15 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
            int64_t ldc);
 
+// What sgemm was compiled with (the micro-kernel is picked from -march at build time), for
+// benchmarks, logs and tests that aim at the tile and block edges.
+struct SgemmKernelInfo {
+  const char* name;    // e.g. "avx+fma 6x16"
+  int64_t mr, nr;      // register tile: rows x columns of C per micro-kernel call
+  int64_t kc, mc, nc;  // cache blocking: slice of K, rows of the A block, columns of the B block
+};
+SgemmKernelInfo sgemm_kernel_info();
+
 void dgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
            const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
            int64_t ldc);

@@ -43,6 +43,9 @@ namespace posgrad::cpu::gemm_detail {
 inline constexpr int kMR = 8;
 inline constexpr int kNR = 32;
 inline constexpr const char* kMicroKernelName = "avx512 8x32";
+// Cache blocking for this tile (gemm.cpp explains the three numbers): B micro-panel KC x NR =
+// 64 KiB, A block MC x KC = 256 KiB, B block KC x NC = 2 MiB.
+inline constexpr int64_t kBlockKC = 512, kBlockMC = 128, kBlockNC = 1024;
 
 inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
                          float* __restrict c, int64_t ldc, float alpha, float beta) {
@@ -95,6 +98,10 @@ inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __r
 inline constexpr int kMR = 6;
 inline constexpr int kNR = 16;
 inline constexpr const char* kMicroKernelName = "avx+fma 6x16";
+// Cache blocking for AVX2-class cores, whose L1d is 32 KiB and L2 256 KiB to 1 MiB (Haswell to
+// Zen 4): the B micro-panel KC x NR = 16 KiB stays in L1 next to the streaming A micro-panel
+// (6 KiB), the A block MC x KC = 144 KiB in L2, the B block KC x NC = 2 MiB in L3.
+inline constexpr int64_t kBlockKC = 256, kBlockMC = 144, kBlockNC = 2048;
 
 inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
                          float* __restrict c, int64_t ldc, float alpha, float beta) {
@@ -146,6 +153,7 @@ inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __r
 inline constexpr int kMR = 4;
 inline constexpr int kNR = 16;
 inline constexpr const char* kMicroKernelName = "portable 4x16";
+inline constexpr int64_t kBlockKC = 512, kBlockMC = 128, kBlockNC = 1024;  // as AVX-512
 
 inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
                          float* __restrict c, int64_t ldc, float alpha, float beta) {

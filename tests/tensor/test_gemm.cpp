@@ -157,6 +157,24 @@ BOOST_AUTO_TEST_CASE(sgemm_multiple_k_and_n_blocks) {
   }
 }
 
+// Shapes one off the edges of whatever micro-kernel and blocking this build compiled (the AVX-512
+// 8 x 32 or the AVX 6 x 16 tile, with their own KC and MC): M just under and over the tile and
+// one row short of a second A block, N just under and over the tile and a ragged third tile, K
+// one past a KC slice; every transpose, with and without beta.
+BOOST_AUTO_TEST_CASE(sgemm_edges_of_the_compiled_tile_and_blocks) {
+  const posgrad::cpu::SgemmKernelInfo info = posgrad::cpu::sgemm_kernel_info();
+  BOOST_TEST_MESSAGE("sgemm kernel " << info.name << ", KC " << info.kc << ", MC " << info.mc);
+  uint64_t seed = 5000;
+  for (int64_t M : {info.mr - 1, info.mr + 1, info.mc + info.mr - 1})
+    for (int64_t N : {info.nr - 1, info.nr + 1, 2 * info.nr + 3})
+      for (int t = 0; t < 4; ++t)
+        for (double beta : {0.0, 0.5}) {
+          const Case c{bool(t & 1), bool(t & 2), M, N, info.kc + 1, 1.5, beta, 2};
+          const std::string err = check_case<float>(c, seed++);
+          BOOST_TEST(err.empty(), describe(c) << ": " << err);
+        }
+}
+
 // Each thread of a parallel region calls GEMM on its own C (GEMM must then stay single-threaded
 // and use its own packing buffers).
 BOOST_AUTO_TEST_CASE(gemm_inside_parallel_region) {
