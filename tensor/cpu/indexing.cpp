@@ -92,19 +92,31 @@ void CpuBackend::random(RandomKind kind, Tensor& out, double a, double b, uint64
                         uint64_t offset) {
   dispatch_float(out.dtype(), "random", [&]<typename T>() {
     T* p = out.data<T>();
-    const int64_t n = out.numel(), blocks = (n + 3) / 4;
+    const int64_t n = out.numel(), blocks = (n + 3) / 4, chunks = (blocks + kPhiloxChunk - 1) / kPhiloxChunk;
     // One Philox block gives elements 4 blk .. 4 blk + 3 (lanes 0..3): the numbers of
-    // philox_uniform / philox_normal element by element, with each block computed once.
-    parallel_for(blocks, 64, [&](int64_t blk) {
-      const PhiloxBlock r = philox4x32_10(offset + static_cast<uint64_t>(blk), 0, seed);
-      const int lanes = static_cast<int>(std::min<int64_t>(4, n - 4 * blk));
-      for (int lane = 0; lane < lanes; ++lane) {
-        T& x = p[4 * blk + lane];
-        switch (kind) {
-          case RandomKind::Uniform: x = static_cast<T>(uniform_between(a, b, uint_to_unit(r[lane]))); break;
-          case RandomKind::Normal: x = static_cast<T>(normal_with(a, b, normal_from_block(r, lane))); break;
-          case RandomKind::Bernoulli: x = uint_to_unit(r[lane]) < a ? T(1) : T(0); break;
-        }
+    // philox_uniform / philox_normal element by element, with each block computed once, and
+    // kPhiloxChunk blocks side by side (philox4x32_10_chunk); each kind's loop over a chunk's
+    // elements has no branch on the kind, so uniform and Bernoulli draws vectorise too.
+    parallel_for(chunks, 64 * kPhiloxChunk, [&](int64_t chunk) {
+      const int64_t first = chunk * kPhiloxChunk, base = 4 * first;
+      uint32_t u[4 * kPhiloxChunk];
+      philox4x32_10_chunk(offset + static_cast<uint64_t>(first), seed, u);
+      const int64_t count = std::min<int64_t>(4 * kPhiloxChunk, n - base);
+      T* x = p + base;
+      switch (kind) {
+        case RandomKind::Uniform:
+          for (int64_t e = 0; e < count; ++e) x[e] = static_cast<T>(uniform_between(a, b, uint_to_unit(u[e])));
+          break;
+        case RandomKind::Bernoulli:
+          for (int64_t e = 0; e < count; ++e) x[e] = uint_to_unit(u[e]) < a ? T(1) : T(0);
+          break;
+        case RandomKind::Normal:
+          for (int64_t e = 0; e < count; ++e) {
+            const PhiloxBlock block{{u[e & ~int64_t{3}], u[(e & ~int64_t{3}) + 1], u[(e & ~int64_t{3}) + 2],
+                                     u[(e & ~int64_t{3}) + 3]}};
+            x[e] = static_cast<T>(normal_with(a, b, normal_from_block(block, static_cast<int>(e & 3))));
+          }
+          break;
       }
     });
   });

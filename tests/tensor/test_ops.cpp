@@ -263,6 +263,21 @@ BOOST_AUTO_TEST_CASE(philox_known_answers) {
   BOOST_TEST(r[3] == 0x24126ea1u);
 }
 
+BOOST_AUTO_TEST_CASE(philox_chunk_equals_block_by_block) {
+  // philox4x32_10_chunk (the CPU fill's 16 blocks at once) against philox4x32_10, with counters
+  // that carry into the high word and keys of both halves.
+  for (const uint64_t key : {uint64_t{0}, uint64_t{77}, ~uint64_t{0}, uint64_t{0x299f31d0a4093822ull}}) {
+    for (const uint64_t first : {uint64_t{0}, uint64_t{5}, uint64_t{0xFFFFFFF8ull}, ~uint64_t{0} - 3}) {
+      uint32_t chunk[4 * kPhiloxChunk];
+      philox4x32_10_chunk(first, key, chunk);
+      for (int j = 0; j < kPhiloxChunk; ++j) {
+        const PhiloxBlock one = philox4x32_10(first + static_cast<uint64_t>(j), 0, key);
+        for (int lane = 0; lane < 4; ++lane) BOOST_TEST(chunk[4 * j + lane] == one[lane], "block " << j << " lane " << lane);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(same_seed_same_numbers_and_sane_statistics) {
   Generator g1(5), g2(5), g3(6);
   Tensor a = normal({100000}, 0, 1, g1), b = normal({100000}, 0, 1, g2), c = normal({100000}, 0, 1, g3);
@@ -286,7 +301,8 @@ BOOST_AUTO_TEST_CASE(fills_equal_the_element_by_element_definition) {
   // The CPU fill computes each Philox block once for its four lanes; element i must still be
   // philox_uniform / philox_normal(seed, offset, i) (the numbers the GPU draws), including the
   // last, partial block of an odd size and after the generator has advanced.
-  for (const int64_t n : {1, 7, 13, 1000}) {
+  // Sizes around the fill's chunks of 16 blocks (64 elements) too.
+  for (const int64_t n : {1, 7, 13, 64, 65, 1000, 4099}) {
     Generator g(77);
     (void)uniform({5}, 0, 1, g);  // advance: offset 2
     const uint64_t seed = g.seed(), offset = g.offset();
