@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/cpu/gemm_microkernel.h"
@@ -271,18 +272,9 @@ void direct_register_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, T alpha,
   for (int64_t i = i0; i < i1; ++i) {
     const T* a = A + i * sai;
     T* __restrict c = C + i * ldc;
-    int64_t j0 = 0;
-    for (; j0 + kCols <= N; j0 += kCols) {
-      T sum[kCols] = {};
-      for (int64_t k = 0; k < K; ++k) {
-        const T ak = a[k * sak];
-        const T* __restrict b = B + k * sbk + j0;
-        for (int64_t j = 0; j < kCols; ++j) sum[j] += ak * b[j];
-      }
-      for (int64_t j = 0; j < kCols; ++j) write_c(c[j0 + j], alpha, sum[j], beta);
-    }
-    if (j0 < N) {  // the last N % kCols columns
-      const int64_t cols = N - j0;
+    // Columns [j0, j0 + cols) of the row; `cols` is a compile-time constant for whole blocks, so
+    // their loops over j unroll into vector registers.
+    auto columns = [&](int64_t j0, auto cols) {
       T sum[kCols] = {};
       for (int64_t k = 0; k < K; ++k) {
         const T ak = a[k * sak];
@@ -290,7 +282,10 @@ void direct_register_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, T alpha,
         for (int64_t j = 0; j < cols; ++j) sum[j] += ak * b[j];
       }
       for (int64_t j = 0; j < cols; ++j) write_c(c[j0 + j], alpha, sum[j], beta);
-    }
+    };
+    int64_t j0 = 0;
+    for (; j0 + kCols <= N; j0 += kCols) columns(j0, std::integral_constant<int64_t, kCols>{});
+    if (j0 < N) columns(j0, N - j0);  // the last N % kCols columns
   }
 }
 
