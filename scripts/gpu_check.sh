@@ -121,6 +121,21 @@ runs=$(mktemp -d)  # the app runs' folders (their checkpoints are not copied bac
 # step NAME LOG COMMAND...: runs a step, appends its output to LOG, says how it ended.
 failed=0
 no_summary() { say "$1: its run's summary could not be read (above)"; failed=$((failed + 1)); }
+# image_run_summary APP RUN IMAGES EPOCHS NOTE METRIC...: an image classifier's run, its time per
+# training image and the given metrics of its last epoch, and the time IMAGES x EPOCHS would take.
+image_run_summary() {
+  python3 - "$@" <<'EOF' | tee -a "$summary" || no_summary "$1"
+import json, sys
+app, run, images, epochs, note, *metrics = sys.argv[1:]
+s = json.load(open(run + "/summary.json"))
+m = [json.loads(l) for l in open(run + "/metrics.jsonl") if l.strip()][-1]
+per_image = m["time_per_sample_s"]
+last = ", ".join(f"{key} {m[key]:.4f}" for key in metrics)
+print(f"    {app}: {s['train_images']} training images, {per_image * 1e3:.3f} ms per training image, {last}")
+print(f"    {app}: {epochs} epochs of {int(images):,} training images = "
+      f"{per_image * int(images) * int(epochs) / 3600:.2f} h of training steps ({note})")
+EOF
+}
 step() {
   local name=$1 log=$2 start=$SECONDS rc
   shift 2
@@ -198,17 +213,8 @@ if (wants apps || wants smoke) && [[ $have_data == 1 ]]; then
   step "posattn 2d_span_t01, one epoch" "$log" run_posgrad "$bin/posattn" "${posattn_args[@]}"
   if [[ -f $runs/posattn/metrics.jsonl ]]; then
     cp "$runs/posattn/metrics.jsonl" "$out/posattn_metrics.jsonl"
-    python3 - "$runs/posattn" <<'EOF' | tee -a "$summary" || no_summary posattn
-import json, sys
-run = sys.argv[1]
-s = json.load(open(run + "/summary.json"))
-m = [json.loads(l) for l in open(run + "/metrics.jsonl") if l.strip()][-1]
-per_image = m["time_per_sample_s"]
-print(f"    posattn: {s['train_images']} training images, {per_image * 1e3:.3f} ms per training image, "
-      f"val_acc {m['val_acc']:.4f}, score share {m['score_share']:.3f}")
-print(f"    posattn: 80 epochs of 40,000 training images (the thesis protocol) = {per_image * 40000 * 80 / 3600:.2f} h "
-      f"of training steps (validation not included); the thesis: 30-40 h on a Titan RTX, our goal 0.5 h")
-EOF
+    image_run_summary posattn "$runs/posattn" 40000 80 \
+      "the thesis protocol, validation not included; the thesis: 30-40 h on a Titan RTX, our goal 0.5 h" val_acc score_share
   fi
   # cct: the paper's CCT with grid APE for one epoch of the bundle's batch (1,000 validation and
   # 1,000 test images held out of it: the bundle has no test_batch.bin).
@@ -220,17 +226,8 @@ EOF
   step "cct full preset (grid APE), one epoch" "$log" run_posgrad "$bin/cct" "${cct_args[@]}"
   if [[ -f $runs/cct/metrics.jsonl ]]; then
     cp "$runs/cct/metrics.jsonl" "$out/cct_metrics.jsonl"
-    python3 - "$runs/cct" <<'EOF' | tee -a "$summary" || no_summary cct
-import json, sys
-run = sys.argv[1]
-s = json.load(open(run + "/summary.json"))
-m = [json.loads(l) for l in open(run + "/metrics.jsonl") if l.strip()][-1]
-per_image = m["time_per_sample_s"]
-print(f"    cct: {s['train_images']} training images, {per_image * 1e3:.3f} ms per training image, "
-      f"val_acc {m['val_acc']:.4f}, test_acc {m['test_acc']:.4f}")
-print(f"    cct: 300 epochs of 45,000 training images (the paper's recipe with 5,000 held out) = "
-      f"{per_image * 45000 * 300 / 3600:.2f} h of training steps (evaluation not included)")
-EOF
+    image_run_summary cct "$runs/cct" 45000 300 "the paper's recipe with 5,000 held out, evaluation not included" \
+      val_acc test_acc
   fi
   # charlm: the shakespeare_gpu preset, stopped by its own clock (it still evaluates and writes its summary).
   charlm_args=(train --config configs/charlm/shakespeare_gpu.yaml -Ddevice=$device -Ddata.data_dir="$data"
