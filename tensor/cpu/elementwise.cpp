@@ -123,7 +123,11 @@ void copy_typed(const Tensor& src, Tensor& dst) {
                       [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
                         const S* s = sp + off[0];
                         D* d = dp + off[1];
-                        for (int64_t i = 0; i < n; ++i) d[i * st[1]] = static_cast<D>(s[i * st[0]]);
+                        if (st[0] == 1 && st[1] == 1) {
+                          for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+                        } else {
+                          for (int64_t i = 0; i < n; ++i) d[i * st[1]] = static_cast<D>(s[i * st[0]]);
+                        }
                       });
 }
 

@@ -4,6 +4,7 @@
 // rows. Kernels supply the row function; this file holds no arithmetic.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -15,6 +16,14 @@ namespace posgrad::cpu {
 
 // row(offsets, n, inner_strides): process n elements starting at element offsets[k] of each
 // operand, stepping inner_strides[k].
+//
+// Rows of the innermost axis go in tasks of several rows (at least kTaskElements elements) when
+// rows are short: a task finds its first row's offsets by dividing its index over the outer
+// axes once, then steps to each next row like an odometer (add the last outer axis's strides;
+// at the end of an axis, carry into the one before). A transpose of [B, N, H, Dh] to
+// [B, H, N, Dh] has rows of Dh = 16 elements, where a division per axis and row cost more than
+// the copy. Rows longer than 16384 elements are split into chunks of 8192 instead, so a single
+// contiguous array still uses every thread.
 template <size_t K, typename RowFn>
 void strided_for_each(const Shape& shape, const std::array<Shape, K>& strides, RowFn&& row) {
   const int64_t numel = shape_numel(shape);
@@ -22,24 +31,49 @@ void strided_for_each(const Shape& shape, const std::array<Shape, K>& strides, R
   const CoalescedAxes<K> r = coalesce<K>(shape, strides);
   const int64_t nd = static_cast<int64_t>(r.shape.size());
   const int64_t inner = r.shape[nd - 1];
-  // Split long inner runs into chunks so a single contiguous array still uses every thread.
-  const int64_t chunk = inner > 16384 ? 8192 : inner;
-  const int64_t chunks_per_row = (inner + chunk - 1) / chunk;
   const int64_t rows = numel / inner;
   std::array<int64_t, K> inner_strides;
   for (size_t k = 0; k < K; ++k) inner_strides[k] = r.strides[k][nd - 1];
-  parallel_for(rows * chunks_per_row, std::min(chunk, inner), [&](int64_t task) {
-    int64_t rest = task / chunks_per_row;
-    const int64_t c = task % chunks_per_row;
-    std::array<int64_t, K> off{};
+  // The offsets of row `index` (a row-major index over the outer axes), and its outer indices.
+  auto locate = [&](int64_t index, std::array<int64_t, K>& off, std::vector<int64_t>& at) {
+    off.fill(0);
     for (int64_t d = nd - 2; d >= 0; --d) {
-      const int64_t i = rest % r.shape[d];
-      rest /= r.shape[d];
-      for (size_t k = 0; k < K; ++k) off[k] += i * r.strides[k][d];
+      at[d] = index % r.shape[d];
+      index /= r.shape[d];
+      for (size_t k = 0; k < K; ++k) off[k] += at[d] * r.strides[k][d];
     }
-    const int64_t start = c * chunk;
-    for (size_t k = 0; k < K; ++k) off[k] += start * inner_strides[k];
-    row(off, std::min(chunk, inner - start), inner_strides);
+  };
+  if (inner > 16384) {
+    constexpr int64_t kChunk = 8192;
+    const int64_t chunks_per_row = (inner + kChunk - 1) / kChunk;
+    parallel_for(rows * chunks_per_row, kChunk, [&](int64_t task) {
+      std::array<int64_t, K> off;
+      std::vector<int64_t> at(static_cast<size_t>(nd));
+      locate(task / chunks_per_row, off, at);
+      const int64_t start = task % chunks_per_row * kChunk;
+      for (size_t k = 0; k < K; ++k) off[k] += start * inner_strides[k];
+      row(off, std::min(kChunk, inner - start), inner_strides);
+    });
+    return;
+  }
+  constexpr int64_t kTaskElements = 4096;
+  const int64_t rows_per_task = std::max<int64_t>(1, kTaskElements / inner);
+  const int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
+  parallel_for(tasks, rows_per_task * inner, [&](int64_t task) {
+    std::array<int64_t, K> off;
+    std::vector<int64_t> at(static_cast<size_t>(nd));
+    const int64_t first = task * rows_per_task, last = std::min(rows, first + rows_per_task);
+    locate(first, off, at);
+    for (int64_t i = first; i < last; ++i) {
+      row(off, inner, inner_strides);
+      // The next row: one step along the last outer axis, carrying into the axes before it.
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        for (size_t k = 0; k < K; ++k) off[k] += r.strides[k][d];
+        if (++at[d] < r.shape[d]) break;
+        for (size_t k = 0; k < K; ++k) off[k] -= r.shape[d] * r.strides[k][d];
+        at[d] = 0;
+      }
+    }
   });
 }
 

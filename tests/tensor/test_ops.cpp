@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
+#include "tensor/cpu/parallel.h"
 #include "tensor/ops.h"
 #include "tests/test_support.h"
 
@@ -44,6 +45,46 @@ BOOST_AUTO_TEST_CASE(reshape_views_when_it_can_and_copies_when_it_must) {
   BOOST_TEST(r.at<float>({1, 0}) == 1.0f);  // t[0][1][0] = a[0][0][1]
   BOOST_TEST(throws_with([&] { a.reshape({5, 5}); }, "cannot reshape"));
   BOOST_TEST(throws_with([&] { a.reshape({-1, -1}); }, "only one -1"));
+}
+
+BOOST_AUTO_TEST_CASE(strided_copies_and_ops_over_many_short_rows) {
+  // Rows of 16 (the innermost axis, contiguous on both sides) in tasks of 256 rows that start
+  // inside an axis and step across every outer axis (strided_loop.h), on one and two threads:
+  // a [6, 7, 9, 16] tensor permuted to [6, 9, 7, 16] has 378 rows; a [5, 3, 7, 16] one broadcast
+  // over a [5, 1, 7, 16] one has 105; and a transposed [37, 41] has rows of one element.
+  for (const int threads : {1, 2}) {
+    const int previous = cpu::max_threads();
+#ifdef POSGRAD_OPENMP
+    omp_set_num_threads(threads);
+#endif
+    const Tensor a = Tensor::arange(6 * 7 * 9 * 16).to(kFloat32).reshape({6, 7, 9, 16});
+    const Tensor p = a.permute({0, 2, 1, 3}).contiguous();
+    bool same = true;
+    for (int64_t i = 0; i < 6; ++i)
+      for (int64_t j = 0; j < 9; ++j)
+        for (int64_t k = 0; k < 7; ++k)
+          for (int64_t d = 0; d < 16; ++d) same = same && p.at<float>({i, j, k, d}) == a.at<float>({i, k, j, d});
+    BOOST_TEST(same, "permute copy, " << threads << " thread(s)");
+    const Tensor x = Tensor::arange(5 * 3 * 7 * 16).to(kFloat32).reshape({5, 3, 7, 16});
+    const Tensor y = Tensor::arange(5 * 7 * 16).to(kFloat32).reshape({5, 1, 7, 16});
+    const Tensor sum = add(x.permute({0, 2, 1, 3}), y.permute({0, 2, 1, 3}));  // [5, 7, 3, 16]
+    same = true;
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t j = 0; j < 7; ++j)
+        for (int64_t k = 0; k < 3; ++k)
+          for (int64_t d = 0; d < 16; ++d)
+            same = same && sum.at<float>({i, j, k, d}) == x.at<float>({i, k, j, d}) + y.at<float>({i, 0, j, d});
+    BOOST_TEST(same, "broadcast add of permuted views, " << threads << " thread(s)");
+    const Tensor m = Tensor::arange(37 * 41).to(kFloat32).reshape({37, 41});
+    const Tensor t = m.transpose(0, 1).contiguous();
+    same = true;
+    for (int64_t i = 0; i < 41; ++i)
+      for (int64_t j = 0; j < 37; ++j) same = same && t.at<float>({i, j}) == m.at<float>({j, i});
+    BOOST_TEST(same, "transpose copy, " << threads << " thread(s)");
+#ifdef POSGRAD_OPENMP
+    omp_set_num_threads(previous);
+#endif
+  }
 }
 
 BOOST_AUTO_TEST_CASE(expand_uses_stride_zero) {
