@@ -53,8 +53,8 @@ BOOST_AUTO_TEST_CASE(strided_copies_and_ops_over_many_short_rows) {
   // a [6, 7, 9, 16] tensor permuted to [6, 9, 7, 16] has 378 rows; a [5, 3, 7, 16] one broadcast
   // over a [5, 1, 7, 16] one has 105; and a transposed [37, 41] has rows of one element.
   for (const int threads : {1, 2}) {
-    const int previous = cpu::max_threads();
 #ifdef POSGRAD_OPENMP
+    const int previous = cpu::max_threads();
     omp_set_num_threads(threads);
 #endif
     const Tensor a = Tensor::arange(6 * 7 * 9 * 16).to(kFloat32).reshape({6, 7, 9, 16});
