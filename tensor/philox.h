@@ -47,12 +47,17 @@ inline double cos(double x) { return std::cos(x); }
 #endif
 }  // namespace philox_detail
 
+// The round's multipliers and the key's Weyl increments (Salmon et al., Random123).
+namespace philox_detail {
+inline constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+inline constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+}  // namespace philox_detail
+
 POSGRAD_HD PhiloxBlock philox4x32_10(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) {
   uint32_t c0 = static_cast<uint32_t>(counter_lo), c1 = static_cast<uint32_t>(counter_lo >> 32);
   uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
   uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  using philox_detail::kMul0, philox_detail::kMul1, philox_detail::kWeyl0, philox_detail::kWeyl1;
   for (int round = 0; round < 10; ++round) {
     const uint32_t hi0 = philox_detail::mulhi(kMul0, c0), lo0 = kMul0 * c0;
     const uint32_t hi1 = philox_detail::mulhi(kMul1, c2), lo1 = kMul1 * c2;
@@ -82,18 +87,17 @@ inline void philox4x32_10_chunk(uint64_t first, uint64_t key, uint32_t (&out)[4 
     c1[j] = static_cast<uint32_t>(counter >> 32);
   }
   uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-  constexpr uint64_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
   for (int round = 0; round < 10; ++round) {
-    const Products p0 = __builtin_convertvector(c0, Products) * kMul0;
-    const Products p1 = __builtin_convertvector(c2, Products) * kMul1;
+    const Products p0 = __builtin_convertvector(c0, Products) * uint64_t{philox_detail::kMul0};
+    const Products p1 = __builtin_convertvector(c2, Products) * uint64_t{philox_detail::kMul1};
     const Words next0 = __builtin_convertvector(p1 >> 32, Words) ^ c1 ^ k0;
     const Words next2 = __builtin_convertvector(p0 >> 32, Words) ^ c3 ^ k1;
     c1 = __builtin_convertvector(p1, Words);
     c3 = __builtin_convertvector(p0, Words);
     c0 = next0;
     c2 = next2;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 += philox_detail::kWeyl0;
+    k1 += philox_detail::kWeyl1;
   }
   for (int j = 0; j < kPhiloxChunk; ++j) {
     out[4 * j] = c0[j];
