@@ -110,11 +110,11 @@ void CpuBackend::random(RandomKind kind, Tensor& out, double a, double b, uint64
         case RandomKind::Bernoulli:
           for (int64_t e = 0; e < count; ++e) x[e] = uint_to_unit(u[e]) < a ? T(1) : T(0);
           break;
-        case RandomKind::Normal:
-          for (int64_t e = 0; e < count; ++e) {
-            const PhiloxBlock block{{u[e & ~int64_t{3}], u[(e & ~int64_t{3}) + 1], u[(e & ~int64_t{3}) + 2],
-                                     u[(e & ~int64_t{3}) + 3]}};
-            x[e] = static_cast<T>(normal_with(a, b, normal_from_block(block, static_cast<int>(e & 3))));
+        case RandomKind::Normal:  // Box-Muller pairs lanes of one block
+          for (int64_t e0 = 0; e0 < count; e0 += 4) {
+            const PhiloxBlock block{{u[e0], u[e0 + 1], u[e0 + 2], u[e0 + 3]}};
+            for (int lane = 0; lane < 4 && e0 + lane < count; ++lane)
+              x[e0 + lane] = static_cast<T>(normal_with(a, b, normal_from_block(block, lane)));
           }
           break;
       }
