@@ -244,22 +244,6 @@ void direct_matrix_vector(int64_t i0, int64_t i1, int64_t K, T alpha, const T* A
   }
 }
 
-// Rows [i0, i1) of an outer product (K == 1): c_ij = alpha op(A)(i, 0) op(B)(0, j) + beta c_ij,
-// written in one pass (no separate pass to clear or scale C).
-template <typename T>
-void direct_outer_product(int64_t i0, int64_t i1, int64_t N, T alpha, const T* A, int64_t sai, const T* B,
-                          int64_t sbj, T beta, T* C, int64_t ldc) {
-  for (int64_t i = i0; i < i1; ++i) {
-    const T a = A[i * sai];
-    T* __restrict c = C + i * ldc;
-    if (sbj == 1) {
-      for (int64_t j = 0; j < N; ++j) write_c(c[j], alpha, a * B[j], beta);
-    } else {
-      for (int64_t j = 0; j < N; ++j) write_c(c[j], alpha, a * B[j * sbj], beta);
-    }
-  }
-}
-
 // Rows [i0, i1) of C for an op(B) of contiguous rows (sbj == 1) small enough to stay in cache:
 // each row of C in blocks of kCols columns (one 512-bit vector) summed in registers over the
 // whole of K, and written once. The i-k-j loop below reads and writes C's row at every k, each
@@ -292,16 +276,15 @@ void direct_register_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, T alpha,
 // Rows [i0, i1) of C by the plain i-k-j loop: the inner loop runs along a row of C and, when B
 // is not transposed, of B, so it vectorises. K is walked in slices of about 128 KiB of B, so each
 // slice is reused from cache by all the rows. Used for small problems and by dgemm. A single
-// column (N == 1), a single step of K (K == 1) and a small op(B) of contiguous rows go to the
-// loops above, where this loop's inner loop would be one step long, its clearing pass would cost
-// as much as the product, or its reads and writes of C would dominate.
+// column (N == 1) and a small op(B) of contiguous rows (an outer product, K == 1, among them) go
+// to the loops above, where this loop's inner loop would be one step long or its reads and writes
+// of C (and its clearing pass) would dominate.
 template <typename T>
 void direct_rows(bool trans_a, bool trans_b, int64_t i0, int64_t i1, int64_t N, int64_t K, T alpha,
                  const T* A, int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
   const int64_t sak = trans_a ? lda : 1, sai = trans_a ? 1 : lda;  // op(A)(i, k) strides
   const int64_t sbk = trans_b ? 1 : ldb, sbj = trans_b ? ldb : 1;  // op(B)(k, j) strides
   if (N == 1) return direct_matrix_vector(i0, i1, K, alpha, A, sai, sak, B, sbk, beta, C, ldc);
-  if (K == 1) return direct_outer_product(i0, i1, N, alpha, A, sai, B, sbj, beta, C, ldc);
   if (sbj == 1 && K * N * static_cast<int64_t>(sizeof(T)) <= (int64_t{128} << 10))
     return direct_register_rows(i0, i1, N, K, alpha, A, sai, sak, B, sbk, beta, C, ldc);
   scale_c<T>(i1 - i0, N, beta, C + i0 * ldc, ldc);
