@@ -24,6 +24,20 @@ namespace posgrad::cpu {
 // [B, H, N, Dh] has rows of Dh = 16 elements, where a division per axis and row cost more than
 // the copy. Rows longer than 16384 elements are split into chunks of 8192 instead, so a single
 // contiguous array still uses every thread.
+// The outer indices of a row, on the stack for up to 8 coalesced axes (every tensor posgrad
+// makes), on the heap beyond: a task allocates nothing in the common case.
+class OuterIndex {
+ public:
+  explicit OuterIndex(int64_t nd) {
+    if (nd > static_cast<int64_t>(small_.size())) large_.resize(static_cast<size_t>(nd));
+  }
+  int64_t* data() { return large_.empty() ? small_.data() : large_.data(); }
+
+ private:
+  std::array<int64_t, 8> small_{};
+  std::vector<int64_t> large_;
+};
+
 template <size_t K, typename RowFn>
 void strided_for_each(const Shape& shape, const std::array<Shape, K>& strides, RowFn&& row) {
   const int64_t numel = shape_numel(shape);
@@ -34,8 +48,9 @@ void strided_for_each(const Shape& shape, const std::array<Shape, K>& strides, R
   const int64_t rows = numel / inner;
   std::array<int64_t, K> inner_strides;
   for (size_t k = 0; k < K; ++k) inner_strides[k] = r.strides[k][nd - 1];
-  // The offsets of row `index` (a row-major index over the outer axes), and its outer indices.
-  auto locate = [&](int64_t index, std::array<int64_t, K>& off, std::vector<int64_t>& at) {
+  // The offsets of row `index` (a row-major index over the outer axes), and its outer indices
+  // in `at` (nd - 1 of them).
+  auto locate = [&](int64_t index, std::array<int64_t, K>& off, int64_t* at) {
     off.fill(0);
     for (int64_t d = nd - 2; d >= 0; --d) {
       at[d] = index % r.shape[d];
@@ -48,8 +63,8 @@ void strided_for_each(const Shape& shape, const std::array<Shape, K>& strides, R
     const int64_t chunks_per_row = (inner + kChunk - 1) / kChunk;
     parallel_for(rows * chunks_per_row, kChunk, [&](int64_t task) {
       std::array<int64_t, K> off;
-      std::vector<int64_t> at(static_cast<size_t>(nd));
-      locate(task / chunks_per_row, off, at);
+      OuterIndex at(nd);
+      locate(task / chunks_per_row, off, at.data());
       const int64_t start = task % chunks_per_row * kChunk;
       for (size_t k = 0; k < K; ++k) off[k] += start * inner_strides[k];
       row(off, std::min(kChunk, inner - start), inner_strides);
@@ -61,7 +76,8 @@ void strided_for_each(const Shape& shape, const std::array<Shape, K>& strides, R
   const int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
   parallel_for(tasks, rows_per_task * inner, [&](int64_t task) {
     std::array<int64_t, K> off;
-    std::vector<int64_t> at(static_cast<size_t>(nd));
+    OuterIndex index(nd);
+    int64_t* at = index.data();
     const int64_t first = task * rows_per_task, last = std::min(rows, first + rows_per_task);
     locate(first, off, at);
     for (int64_t i = first; i < last; ++i) {
