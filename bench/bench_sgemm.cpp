@@ -21,6 +21,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensor/cpu/gemm.h"
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
   if (const auto exit_code = posgrad::bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
   const posgrad::cpu::SgemmKernelInfo info = posgrad::cpu::sgemm_kernel_info();
   const std::string kernel = fmt::format("{} (KC {}, MC {}, NC {})", info.name, info.kc, info.mc, info.nc);
-  if (isa == "avx2" && kernel.rfind("avx+fma", 0) != 0) {
+  if (isa == "avx2" && !std::string_view(info.name).starts_with("avx+fma")) {
     std::fprintf(stderr,
                  "bench_sgemm: error: --isa avx2 needs posgrad's AVX2 kernel, this build's sgemm has %s "
                  "(configure a build folder with -DPOSGRAD_NATIVE=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v3)\n",
