@@ -105,9 +105,9 @@ struct Shape3 {
 // Shapes: empty, 1, tiny, primes around the micro-tile sizes, larger than the cache blocks, and
 // skinny ones (GEMV-like, outer-product-like). The direct path's special loops: matrix-vector
 // products (N = 1) with K not a multiple of their 8 partial sums and with more rows than their
-// 64-row blocks ({19, 1, 13}, {70, 1, 9}, {257, 1, 64}), outer products (K = 1: {64, 64, 1},
-// {3, 40, 1}), and register blocks of 16 columns, whole and with a tail ({6, 16, 8}, {16, 16, 60},
-// {17, 31, 13}, {13, 33, 29}).
+// 64-row blocks ({19, 1, 13}, {70, 1, 9}, {257, 1, 64}), and register blocks of 16 columns, whole
+// and with a tail ({6, 16, 8}, {16, 16, 60}, {17, 31, 13}, {13, 33, 29}), outer products (K = 1:
+// {64, 64, 1}, {3, 40, 1}) among them.
 const std::vector<Shape3> kShapes = {
     {0, 0, 0},    {0, 5, 3},     {4, 0, 3},     {3, 5, 0},     {1, 1, 1},    {1, 1, 7},
     {2, 3, 4},    {17, 31, 13},  {6, 16, 8},    {12, 32, 5},   {13, 33, 29}, {37, 19, 300},
