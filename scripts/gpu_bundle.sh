@@ -12,6 +12,8 @@
 #               own libraries (cudart, cuBLAS) come from the GPU machine
 #   fallback/   this machine's C++ runtime (libstdc++, libgcc_s), used by gpu_check.sh only when
 #               the GPU machine's own is too old (this one needs glibc 2.36)
+#   fonts/      DejaVu Sans, regular and bold, with a fonts.conf naming only this folder: the GPU
+#               machine has no fonts, so figures drawn there had no text (and canvas tests failed)
 #   data/       what the apps read there: CIFAR-10's data_batch_1.bin (10,000 of the 50,000
 #               training images: all five do not fit; the posattn runs there use
 #               data.train_batches=1) and batches.meta.txt, and Tiny Shakespeare
@@ -37,7 +39,7 @@ cmake --build build-gpu -j "$(nproc 2>/dev/null || echo 2)" --target "${programs
 rm -rf .gpu
 stage=build-gpu/bundle
 rm -rf "$stage"
-mkdir -p .gpu "$stage"/{bin,lib,fallback,data/cifar10,data/tinyshakespeare}
+mkdir -p .gpu "$stage"/{bin,lib,fallback,fonts,data/cifar10,data/tinyshakespeare}
 for p in "${programs[@]}"; do strip -o "$stage/bin/$p" "build-gpu/bin/$p"; done
 # Every shared library the programs load, except the C library and CUDA's, which the GPU machine has.
 ldd "$stage"/bin/* | awk '/=> \//{print $3}' | sort -u |
@@ -52,7 +54,14 @@ for f in cifar10/data_batch_1.bin cifar10/batches.meta.txt tinyshakespeare/input
   [[ -f "$data/$f" ]] || { echo "gpu_bundle: $data/$f not found (the data folder: POSGRAD_DATA_DIR or ../shared/data)" >&2; exit 1; }
   cp "$data/$f" "$stage/data/$f"
 done
-tar -C "$stage" -cf - bin lib fallback data | xz -T2 -6 > .gpu/payload.tar.xz
+for style in "" ":bold"; do
+  font=$(fc-match -f '%{file}' "DejaVu Sans$style")
+  [[ -f $font ]] || { echo "gpu_bundle: DejaVu Sans$style not found (Debian: fonts-dejavu-core)" >&2; exit 1; }
+  cp "$font" "$stage/fonts/"
+done
+printf '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig><dir prefix="relative">.</dir><cachedir>/tmp/posgrad-fontconfig</cachedir></fontconfig>\n' \
+  > "$stage/fonts/fonts.conf"
+tar -C "$stage" -cf - bin lib fallback fonts data | xz -T2 -6 > .gpu/payload.tar.xz
 echo "$PWD" > .gpu/source_dir
 echo "CUDA architectures: $arch" > .gpu/build_info
 nvcc --version 2>/dev/null | tail -1 >> .gpu/build_info || true

@@ -24,7 +24,9 @@
 # ends, so a run killed at its time limit keeps what it finished), tests.log, bench.log, apps.log,
 # and the three app runs' metrics.
 # Usage: scripts/gpu_check.sh [tests|bench|apps|all|smoke]...      (default: all)
-# Through the device tool (10 minutes a call): `tests bench` in one call, `apps` in the next.
+# Through the device tool (10 minutes a call): `tests bench apps` fit one call on an H100/H200 with
+# POSGRAD_CHARLM_MINUTES=1.5; POSGRAD_GPU_SUITE_SECONDS (default 300) limits each suite, and
+# POSGRAD_GPU_APPS (default "posattn cct charlm") picks the apps stage's runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stages=("$@")
@@ -63,6 +65,8 @@ else
   fi
   bin=$PWD/.gpu/bin
   data=$PWD/.gpu/data
+  # RUNPATH finds the programs' own libraries, not theirs (cairo's pixman, fontconfig...): the path.
+  ld_path="$PWD/.gpu/lib${ld_path:+:$ld_path}"
   # The tests find golden files and the count24 binary under the paths they were built with.
   src=$(cat .gpu/source_dir)
   if [[ "$src" != "$PWD" && ! -e "$src" ]]; then
@@ -102,8 +106,10 @@ for py in $(command -v python3) /usr/bin/python3; do
   if env LD_LIBRARY_PATH="$original_ld_path" "$py" -c 'import torch' 2>/dev/null; then torch_python=$py; break; fi
 done
 twin_python="env LD_LIBRARY_PATH=$original_ld_path $torch_python"
-# posgrad's programs: the bundle's libraries, 4 OpenMP threads for the host side.
-run_posgrad() { env LD_LIBRARY_PATH="$ld_path" POSGRAD_PYTHON="$twin_python" OMP_NUM_THREADS=4 "$@"; }
+# posgrad's programs: the bundle's libraries and fonts, 4 OpenMP threads for the host side.
+fonts=()
+[[ -f $PWD/.gpu/fonts/fonts.conf && -z ${POSGRAD_GPU_CHECK_BIN-} ]] && fonts=(FONTCONFIG_FILE="$PWD/.gpu/fonts/fonts.conf")
+run_posgrad() { env LD_LIBRARY_PATH="$ld_path" "${fonts[@]}" POSGRAD_PYTHON="$twin_python" OMP_NUM_THREADS=4 "$@"; }
 
 if wants smoke; then
   device=cpu
@@ -148,16 +154,28 @@ step() {
 }
 
 if wants tests; then
-  for suite in tensor autograd nn attention apps distributed; do
-    before=$(wc -l < "$out/tests.log" 2>/dev/null || echo 0)
-    step "test_$suite" "$out/tests.log" run_posgrad "$bin/test_$suite" --log_level=test_suite --report_level=short
-    rc=$?
-    tail -n +"$((before + 1))" "$out/tests.log" | grep -E "test cases? out of" | sed 's/^ */    /' | tee -a "$summary"
-    if [[ $rc -ne 0 ]]; then
-      tail -n +"$((before + 1))" "$out/tests.log" | grep -E "error: |fatal error|exception" | head -15 | sed 's/^/    /' |
-        tee -a "$summary"
-    fi
+  # The six suites side by side (the GPU machine has 16 cores; GPU time is the scarce thing), each
+  # with its own log and a time limit, then their logs appended to tests.log in a fixed order.
+  suite_limit=${POSGRAD_GPU_SUITE_SECONDS:-300}
+  suites=(tensor autograd nn attention apps distributed)
+  start=$SECONDS
+  for suite in "${suites[@]}"; do
+    (run_posgrad timeout "$suite_limit" "$bin/test_$suite" --log_level=test_suite --report_level=short \
+       > "$out/.test_$suite.log" 2>&1; echo $? > "$out/.test_$suite.rc") &
   done
+  wait
+  for suite in "${suites[@]}"; do
+    rc=$(cat "$out/.test_$suite.rc")
+    { echo "=== test_$suite (limit ${suite_limit} s)"; cat "$out/.test_$suite.log"; } >> "$out/tests.log"
+    say "test_$suite: exit $rc$([[ $rc == 124 ]] && echo " (killed at its ${suite_limit} s limit)")"
+    grep -E "test cases? out of" "$out/.test_$suite.log" | sed 's/^ */    /' | tee -a "$summary"
+    if [[ $rc -ne 0 ]]; then
+      failed=$((failed + 1))
+      grep -E "error: |fatal error|exception" "$out/.test_$suite.log" | head -15 | sed 's/^/    /' | tee -a "$summary"
+    fi
+    rm -f "$out/.test_$suite.log" "$out/.test_$suite.rc"
+  done
+  say "tests: the six suites side by side in $((SECONDS - start)) s"
 fi
 
 if wants smoke; then
@@ -206,11 +224,12 @@ if wants apps || wants smoke; then
 fi
 if (wants apps || wants smoke) && [[ $have_data == 1 ]]; then
   log=$out/apps.log
+  app_wanted() { [[ " ${POSGRAD_GPU_APPS:-posattn cct charlm} " == *" $1 "* ]]; }
   # posattn: the thesis arm 2-D SIREN + span t=0.1 for one epoch of the bundle's batch.
   posattn_args=(--config configs/posattn/2d_span_t01.yaml -Ddevice=$device -Ddata.dir="$data" -Ddata.train_batches=1
                 -Dtrain.epochs=1 --out "$runs/posattn")
   [[ $device == cuda ]] || posattn_args+=(-Ddata.image_size=8 -Ddata.small_dataset=200 -Dmodel.layers=1 -Dtrain.max_steps=2)
-  step "posattn 2d_span_t01, one epoch" "$log" run_posgrad "$bin/posattn" "${posattn_args[@]}"
+  app_wanted posattn && step "posattn 2d_span_t01, one epoch" "$log" run_posgrad "$bin/posattn" "${posattn_args[@]}"
   if [[ -f $runs/posattn/metrics.jsonl ]]; then
     cp "$runs/posattn/metrics.jsonl" "$out/posattn_metrics.jsonl"
     image_run_summary posattn "$runs/posattn" 40000 80 \
@@ -223,7 +242,7 @@ if (wants apps || wants smoke) && [[ $have_data == 1 ]]; then
             -Dtrain.epochs=1 -Dtrain.warmup_epochs=0 -Dtrain.paper_epochs=[1] --out "$runs/cct")
   [[ $device == cuda ]] || cct_args+=(-Ddata.small_dataset=200 -Ddata.val_images=2000 -Ddata.test_images=2000 -Dmodel.layers=1
                                       -Dmodel.width=16 -Dmodel.heads=2 -Dmodel.ff_width=32 -Dtrain.batch_size=32)
-  step "cct full preset (grid APE), one epoch" "$log" run_posgrad "$bin/cct" "${cct_args[@]}"
+  app_wanted cct && step "cct full preset (grid APE), one epoch" "$log" run_posgrad "$bin/cct" "${cct_args[@]}"
   if [[ -f $runs/cct/metrics.jsonl ]]; then
     cp "$runs/cct/metrics.jsonl" "$out/cct_metrics.jsonl"
     image_run_summary cct "$runs/cct" 45000 300 "the paper's recipe with 5,000 held out, evaluation not included" \
@@ -236,7 +255,7 @@ if (wants apps || wants smoke) && [[ $have_data == 1 ]]; then
                                          -Dmodel.max_span=32 -Dtrain.segment=16 -Dtrain.batch_size=2 -Dtrain.steps=3
                                          -Dtrain.warmup=1 -Dtrain.eval_every=3 -Dtrain.checkpoint_every=3
                                          -Ddata.val_fraction=0.01)
-  step "charlm shakespeare_gpu" "$log" run_posgrad "$bin/charlm" "${charlm_args[@]}"
+  app_wanted charlm && step "charlm shakespeare_gpu" "$log" run_posgrad "$bin/charlm" "${charlm_args[@]}"
   if [[ -f $runs/charlm/metrics.jsonl ]]; then
     cp "$runs/charlm/metrics.jsonl" "$out/charlm_metrics.jsonl"
     python3 - "$runs/charlm" <<'EOF' | tee -a "$summary" || no_summary charlm

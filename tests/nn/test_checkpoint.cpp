@@ -105,7 +105,7 @@ void check_resume_continues_bit_identically(Device device) {
   BOOST_TEST(loaded.extra_json == R"({"epoch":0,"batches_seen":5})");
   {
     NoGradGuard no_grad;
-    for (const auto& [name, t] : loaded.model) (name == "w" ? resumed.w : resumed.b).mutable_value().copy_(t);
+    for (const auto& [name, t] : loaded.model) (name == "w" ? resumed.w : resumed.b).mutable_value().copy_(t.to(device));
   }
   resumed.opt->load_state(loaded.optimizer);
   resumed.gen.set_state(loaded.rng_seed, loaded.rng_offset);
