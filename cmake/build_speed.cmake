@@ -12,7 +12,7 @@
 #       target may not both define the same name in an anonymous namespace (or as static). Give
 #       such helpers a name that says what they do, or put the file in SKIP with the reason.
 #       -DPOSGRAD_UNITY_BUILD=OFF compiles every file on its own (e.g. to check that a file
-#       includes all it uses; the libraries in CMakeLists.txt always do).
+#       includes all it uses), and without the libraries' precompiled header (CMakeLists.txt).
 #
 #   posgrad_test_optimization(TARGET)
 #       the test suites' own code at -O1 in an optimised build (Release, RelWithDebInfo): it sets
@@ -23,7 +23,7 @@
 # Deliberately does not: touch the posgrad libraries (their objects keep one file per object and their
 # own flags, which the benchmarks measure) or the CUDA objects, or precompile headers (the
 # targets do that themselves, with target_precompile_headers).
-option(POSGRAD_UNITY_BUILD "Compile the test suites and the apps' sources in batches (unity build)" ON)
+option(POSGRAD_UNITY_BUILD "Compile the test suites and the apps' sources in batches (unity build), the libraries with a precompiled header" ON)
 
 function(posgrad_unity_build target)
   cmake_parse_arguments(PARSE_ARGV 1 unity "" "BATCH" "SKIP")

@@ -137,7 +137,8 @@ Tensor matrix_exp_backward(const Tensor& x, const Tensor& grad) {
   const Tensor gs = gm * per_matrix(inv_c, gm);
   // [[X^T, G/c], [0, X^T]]  [P, 2d, 2d]
   const Tensor zero = Tensor::zeros({p, d, d}, x.dtype(), x.device());
-  const Tensor blockm = cat({cat({xt, gs}, 2), cat({zero, xt}, 2)}, 1);
+  using Tensors = std::vector<Tensor>;  // not Variables: autograd's cat(vector<Variable>) is visible too
+  const Tensor blockm = cat(Tensors{cat(Tensors{xt, gs}, 2), cat(Tensors{zero, xt}, 2)}, 1);
   const Tensor e = expm_batch(blockm);
   const Tensor l = e.narrow(1, 0, d).narrow(2, d, d) * per_matrix(c, e);
   return l.reshape(x.shape());
