@@ -108,13 +108,14 @@ int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 1}, {"width", 128}, {"heads", 4}, {"reps", 3}, {"warmup", 1}};
   std::string cases_arg = "1d1024,1d4096,2d32,2d64";
   bool no_torch = false;
-  CLI::App cli{"Times the attention implementations (reference, fused) forward+backward against PyTorch", "bench_attention_paths"};
-  bench::later_options_win(cli);
-  bench::add_integer_options(cli, a);
-  cli.get_option("--reps")->check(bench::at_least(1));
-  cli.add_option("--cases", cases_arg, "comma-separated 1d<N> (a sequence of N) or 2d<S> (an S x S grid)")->capture_default_str();
-  cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
-  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  bench::CommandLine cli("bench_attention_paths",
+                         "Times the attention implementations (reference, fused) forward+backward against PyTorch",
+                         bench::CommandLine::kLaterOptionsWin);
+  bench::add_integer_options(cli.options(), a);
+  cli.options()
+      .text("--cases", cases_arg, "comma-separated 1d<N> (a sequence of N) or 2d<S> (an S x S grid)")
+      .flag("--no-torch", no_torch, "skip the PyTorch twin");
+  if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   const bool torch = !no_torch;
   std::vector<Case> cases;
   std::stringstream list(cases_arg);

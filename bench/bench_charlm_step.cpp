@@ -50,15 +50,15 @@ int main(int argc, char** argv) try {
                                    {"reps", 5},    {"warmup", 2},   {"generate", 200},  {"context", 512}};
   bool no_torch = false, reference = false;
   std::string device_name = "cpu";
-  CLI::App cli{"Times one training step and generation of the char LM with adaptive span against its PyTorch twin",
-               "bench_charlm_step"};
-  bench::later_options_win(cli);
-  bench::add_integer_options(cli, a);
-  cli.get_option("--reps")->check(bench::at_least(1));
-  cli.add_option("--device", device_name, "cpu, cuda or cuda:N")->capture_default_str();
-  cli.add_flag("--reference", reference, "the attention on the reference path instead of the fused one");
-  cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
-  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  bench::CommandLine cli("bench_charlm_step",
+                         "Times one training step and generation of the char LM with adaptive span against its PyTorch twin",
+                         bench::CommandLine::kLaterOptionsWin);
+  bench::add_integer_options(cli.options(), a);
+  cli.options()
+      .text("--device", device_name, "cpu, cuda or cuda:N")
+      .flag("--reference", reference, "the attention on the reference path instead of the fused one")
+      .flag("--no-torch", no_torch, "skip the PyTorch twin");
+  if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   const bool torch = !no_torch;
   const Device device = apps::usable_device(device_name);  // a clear error without a GPU
   int threads = 1;

@@ -52,14 +52,12 @@ double median_ms(F&& f, int64_t reps, int64_t warmup) {
 int main(int argc, char** argv) {
   std::map<std::string, int64_t> sizes{{"batch", 128}, {"channels", 256}, {"side", 32}, {"kernel", 3},
                                        {"reps", 5},    {"warmup", 1},     {"rounds", 3}};
-  CLI::App cli{"Times conv2d forward and backward at CCT's tokenizer shapes against PyTorch's twin", "bench_conv2d"};
-  bench::later_options_win(cli);
-  bench::add_integer_options(cli, sizes);
-  for (const char* key : {"--batch", "--channels", "--side", "--kernel", "--reps", "--rounds"})
-    cli.get_option(key)->check(bench::at_least(1));
+  bench::CommandLine cli("bench_conv2d", "Times conv2d forward and backward at CCT's tokenizer shapes against PyTorch's twin",
+                         bench::CommandLine::kLaterOptionsWin);
+  bench::add_integer_options(cli.options(), sizes, {"batch", "channels", "side", "kernel", "reps", "rounds"});
   bool no_torch = false;
-  cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
-  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  cli.options().flag("--no-torch", no_torch, "skip the PyTorch twin");
+  if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   int threads = 1;
 #ifdef POSGRAD_OPENMP
   threads = omp_get_max_threads();

@@ -44,12 +44,13 @@ int main(int argc, char** argv) try {
   std::string sizes = "1024,2048,4096,8192";
   int64_t reps = 20;
   bool no_torch = false;
-  CLI::App cli{"Times float32 matmul on the GPU against torch.matmul, TF32 off and on", "bench_gpu_matmul"};
-  bench::later_options_win(cli);
-  cli.add_option("--sizes", sizes, "matrix sizes n, comma-separated")->check(bench::size_list())->capture_default_str();
-  cli.add_option("--reps", reps, "timed repetitions per size (the median is reported)")->check(bench::at_least(1))->capture_default_str();
-  cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
-  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  bench::CommandLine cli("bench_gpu_matmul", "Times float32 matmul on the GPU against torch.matmul, TF32 off and on",
+                         bench::CommandLine::kLaterOptionsWin);
+  cli.options()
+      .size_list("--sizes", sizes, "matrix sizes n, comma-separated")
+      .integer("--reps", reps, "timed repetitions per size (the median is reported)", bench::NumberRange::at_least(1))
+      .flag("--no-torch", no_torch, "skip the PyTorch twin");
+  if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   const bool torch = !no_torch;
   const std::vector<int64_t> ns = bench::sizes_of(sizes);
   const Device gpu = apps::usable_device("cuda");  // the reason, when there is no usable GPU

@@ -123,17 +123,17 @@ int main(int argc, char** argv) try {
                                    {"reps", 5},  {"warmup", 1}, {"classes", 10}};
   std::map<std::string, int64_t> twin_reps{{"twin-reps", 2}, {"twin-warmup", 1}};
   std::string path = "auto", scheme = "siren", twins = "both", checkpoint, device_name = "cpu";
-  CLI::App cli{"Times one training step of the posattn classifier against its PyTorch twins", "bench_posattn_step"};
-  bench::later_options_win(cli);
-  bench::add_integer_options(cli, a);
-  bench::add_integer_options(cli, twin_reps);
-  cli.get_option("--reps")->check(bench::at_least(1));
-  cli.add_option("--path", path, "attention path: auto, reference or fused")->check(CLI::IsMember(attention_path_names()))->capture_default_str();
-  cli.add_option("--scheme", scheme, "positional scheme (siren, txl_baseline, ...)")->capture_default_str();
-  cli.add_option("--twins", twins, "PyTorch twins to run")->check(CLI::IsMember({"both", "v1", "efficient", "none"}))->capture_default_str();
-  cli.add_option("--checkpoint", checkpoint, "a trained 2-D + span run (or step folder) whose learned sigmas to load");
-  cli.add_option("--device", device_name, "cpu, cuda or cuda:N")->capture_default_str();
-  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  bench::CommandLine cli("bench_posattn_step", "Times one training step of the posattn classifier against its PyTorch twins",
+                         bench::CommandLine::kLaterOptionsWin);
+  bench::add_integer_options(cli.options(), a);
+  bench::add_integer_options(cli.options(), twin_reps);
+  cli.options()
+      .choice("--path", path, attention_path_names(), "attention path: auto, reference or fused")
+      .text("--scheme", scheme, "positional scheme (siren, txl_baseline, ...)")
+      .choice("--twins", twins, {"both", "v1", "efficient", "none"}, "PyTorch twins to run")
+      .path("--checkpoint", checkpoint, "a trained 2-D + span run (or step folder) whose learned sigmas to load")
+      .text("--device", device_name, "cpu, cuda or cuda:N");
+  if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   const Device device = apps::usable_device(device_name);  // a clear error without a GPU
   int threads = 1;
 #ifdef POSGRAD_OPENMP

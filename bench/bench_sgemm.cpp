@@ -84,17 +84,20 @@ TorchResults run_torch(const std::string& sizes, int reps, int threads, const st
 
 int main(int argc, char** argv) {
   std::string size_list = "256,512,1024,2048";
-  int reps = 10;
-  CLI::App cli{"Times posgrad's sgemm on square float32 matrices against PyTorch's twin", "bench_sgemm"};
-  posgrad::bench::later_options_win(cli);
-  cli.add_option("--sizes", size_list, "matrix sizes n, comma-separated")->check(posgrad::bench::size_list())->capture_default_str();
-  cli.add_option("--reps", reps, "timed repetitions per size (the median is reported)")->check(posgrad::bench::at_least(1))->capture_default_str();
+  int64_t reps = 10;
+  posgrad::bench::CommandLine cli("bench_sgemm", "Times posgrad's sgemm on square float32 matrices against PyTorch's twin",
+                                  posgrad::bench::CommandLine::kLaterOptionsWin);
   bool no_torch = false;
-  cli.add_flag("--no-torch", no_torch, "skip the PyTorch twin");
   std::string isa = "native";
-  cli.add_option("--isa", isa, "native: PyTorch uses every vector extension of the CPU; avx2: an AVX2 build of posgrad against PyTorch restricted to AVX2")
-      ->check(CLI::IsMember({"native", "avx2"}))->capture_default_str();
-  if (const auto exit_code = posgrad::bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  cli.options()
+      .size_list("--sizes", size_list, "matrix sizes n, comma-separated")
+      .integer("--reps", reps, "timed repetitions per size (the median is reported)",
+               posgrad::bench::NumberRange::at_least(1))
+      .flag("--no-torch", no_torch, "skip the PyTorch twin")
+      .choice("--isa", isa, {"native", "avx2"},
+              "native: PyTorch uses every vector extension of the CPU; avx2: an AVX2 build of posgrad against "
+              "PyTorch restricted to AVX2");
+  if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   const posgrad::cpu::SgemmKernelInfo info = posgrad::cpu::sgemm_kernel_info();
   const std::string kernel = fmt::format("{} (KC {}, MC {}, NC {})", info.name, info.kc, info.mc, info.nc);
   if (isa == "avx2" && !std::string_view(info.name).starts_with("avx+fma")) {

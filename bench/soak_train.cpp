@@ -83,14 +83,14 @@ int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"steps", 10000}, {"sample-every", 100}, {"warmup", 2000},
                                    {"batch", 16},    {"tokens", 16},        {"seed", 0}};
   double max_growth = 1.0, inject_leak_kb = 0;
-  CLI::App cli{"Trains a small transformer for many steps and checks that memory stops growing", "soak_train"};
-  bench::later_options_win(cli);
-  bench::add_integer_options(cli, a);
-  for (const char* at_least_one : {"--steps", "--sample-every", "--batch", "--tokens"})
-    cli.get_option(at_least_one)->check(bench::at_least(1));
-  cli.add_option("--max-growth", max_growth, "allowed RSS growth after warm-up, percent")->check(bench::at_least(0))->capture_default_str();
-  cli.add_option("--inject-leak", inject_leak_kb, "KB kept alive from every step (the self-check)")->check(bench::at_least(0))->capture_default_str();
-  if (const auto exit_code = bench::parse_bench_command_line(cli, argc, argv)) return *exit_code;
+  bench::CommandLine cli("soak_train", "Trains a small transformer for many steps and checks that memory stops growing",
+                         bench::CommandLine::kLaterOptionsWin);
+  bench::add_integer_options(cli.options(), a, {"steps", "sample-every", "batch", "tokens"});
+  cli.options()
+      .number("--max-growth", max_growth, "allowed RSS growth after warm-up, percent", bench::NumberRange::at_least(0))
+      .number("--inject-leak", inject_leak_kb, "KB kept alive from every step (the self-check)",
+              bench::NumberRange::at_least(0));
+  if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   const int64_t steps = a["steps"], every = a["sample-every"], batch = a["batch"], tokens = a["tokens"];
   const int64_t warmup = std::min<int64_t>(a["warmup"], steps);
 

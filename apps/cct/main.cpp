@@ -6,7 +6,6 @@
 //   cct figures RUN [--checkpoint best|latest]                                    draw
 // `cct --help` lists every setting with its type, default and meaning.
 // Deliberately does not: run sweeps (posgrad-sweep runs this executable once per grid cell).
-#include <CLI/CLI.hpp>
 
 #include "apps/cct/cct_figures.h"
 #include "apps/cct/cct_run.h"
@@ -23,16 +22,15 @@ int main(int argc, char** argv) {
   AppCommandLine cli("cct", "cct: CCT image classification on CIFAR-10 with APE and the other positional schemes", settings);
   cli.on_train([&](const TrainRequest& request) { train(c, settings, request); });
   std::string run_dir, which = "best", split = "test";
-  CLI::App& eval_job = cli.add_job("eval", "score a run's checkpoint on the validation or the test split",
-                                   [&] { eval(c, settings, run_dir, which, split); });
-  refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
-  eval_job.add_option("--checkpoint", which, "which checkpoint (best: chosen on validation; latest)")
-      ->check(CLI::IsMember({"best", "latest"}));
-  eval_job.add_option("--split", split, "val or test")->check(CLI::IsMember({"val", "test"}));
+  cli.add_job("eval", "score a run's checkpoint on the validation or the test split",
+              [&] { eval(c, settings, run_dir, which, split); })
+      .required_path("run", run_dir, "the run folder")
+      .choice("--checkpoint", which, {"best", "latest"}, "which checkpoint (best: chosen on validation)")
+      .choice("--split", split, {"val", "test"}, "the split scored");
   std::string figures_run, figures_which = "best";
-  CLI::App& figures_job = cli.add_job("figures", "draw a run's figures into RUN/figures/",
-                                      [&] { draw_figures(c, settings, figures_run, figures_which); });
-  refuse_empty(figures_job.add_option("run", figures_run, "the run folder"))->required();
-  figures_job.add_option("--checkpoint", figures_which, "which checkpoint (best, latest)")->check(CLI::IsMember({"best", "latest"}));
+  cli.add_job("figures", "draw a run's figures into RUN/figures/",
+              [&] { draw_figures(c, settings, figures_run, figures_which); })
+      .required_path("run", figures_run, "the run folder")
+      .choice("--checkpoint", figures_which, {"best", "latest"}, "which checkpoint");
   return cli.run(argc, argv);
 }

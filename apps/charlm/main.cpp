@@ -30,11 +30,9 @@
 #include <filesystem>
 #include <memory>
 
-#include <CLI/CLI.hpp>
 
 #include "apps/charlm/charlm_run.h"
 #include "apps/common/cli.h"
-#include "apps/common/number_option.h"
 
 using namespace posgrad;
 using namespace posgrad::apps;
@@ -48,24 +46,22 @@ int main(int argc, char** argv) {
   cli.on_train([&](const TrainRequest& request) { train(c, settings, request); });
 
   std::string run_dir, which = "best", file;
-  CLI::App& eval_job = cli.add_job("eval", "full-eval protocol (8 streams, cache carried) on the validation split or a file",
-                                   [&](const JobSettings& job) { evaluate_run(c, settings, job, run_dir, which, file); });
-  refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
-  eval_job.add_option("--checkpoint", which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
-  refuse_empty(eval_job.add_option("--file", file, "score this text file instead of the validation split"));
+  cli.add_job("eval", "full-eval protocol (8 streams, cache carried) on the validation split or a file",
+              [&](const JobSettings& job) { evaluate_run(c, settings, job, run_dir, which, file); })
+      .required_path("run", run_dir, "the run folder")
+      .choice("--checkpoint", which, {"best", "latest"}, "which checkpoint")
+      .path("--file", file, "score this text file instead of the validation split");
 
   SampleRequest sample;
-  CLI::App& sample_job = cli.add_job("sample", "generate text from a trained run, one token at a time",
-                                     [&](const JobSettings& job) { sample_run(c, settings, job, sample); });
-  refuse_empty(sample_job.add_option("--checkpoint", sample.run_dir, "the run folder"))->required();
-  sample_job.add_option("--which", sample.which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
-  sample_job.add_option("--prompt", sample.prompt, "text to start from (every character must be in the vocabulary)");
-  sample_job.add_option("--tokens", sample.tokens, "characters to generate")->check(number_in(NumberRange::at_least(0)));
-  sample_job.add_option("--temperature", sample.temperature, "softmax temperature")->check(number_in(NumberRange::above(0)));
-  sample_job.add_option("--top-k", sample.top_k, "sample among the k most likely (0: all)")
-      ->check(number_in(NumberRange::at_least(0)));
-  sample_job.add_option("--seed", sample.seed, "sampling seed");
-  refuse_empty(sample_job.add_option("--figure", sample.figure,
-                                     "also draw the attention of the last 40 generated characters (PNG path)"));
+  cli.add_job("sample", "generate text from a trained run, one token at a time",
+              [&](const JobSettings& job) { sample_run(c, settings, job, sample); })
+      .required_path("--checkpoint", sample.run_dir, "the run folder")
+      .choice("--which", sample.which, {"best", "latest"}, "which checkpoint")
+      .text("--prompt", sample.prompt, "text to start from (every character must be in the vocabulary)")
+      .integer("--tokens", sample.tokens, "characters to generate", NumberRange::at_least(0))
+      .number("--temperature", sample.temperature, "softmax temperature", NumberRange::above(0))
+      .integer("--top-k", sample.top_k, "sample among the k most likely (0: all)", NumberRange::at_least(0))
+      .integer("--seed", sample.seed, "sampling seed")
+      .path("--figure", sample.figure, "also draw the attention of the last 40 generated characters (PNG path)");
   return cli.run(argc, argv);
 }

@@ -42,13 +42,6 @@ void load_run_settings(Settings& settings, const fs::path& run_dir) {
   settings.load_yaml_file(config);
 }
 
-CLI::Option* refuse_empty(CLI::Option* option) {
-  const auto non_empty = [](std::string& value) {
-    return value.empty() ? std::string("an empty path is not a folder or a file") : std::string();
-  };
-  return option->check(CLI::Validator(non_empty, "", "non-empty"));
-}
-
 std::string quoted_command(int argc, const char* const* argv) {
   std::string line;
   for (int i = 0; i < argc; ++i) {
@@ -67,6 +60,14 @@ std::string quoted_command(int argc, const char* const* argv) {
 }
 
 namespace {
+
+// An empty value of `option` is a usage error ("--out: an empty path is not a folder or a file").
+CLI::Option* refuse_empty(CLI::Option* option) {
+  const auto non_empty = [](std::string& value) {
+    return value.empty() ? std::string("an empty path is not a folder or a file") : std::string();
+  };
+  return option->check(CLI::Validator(non_empty, "", "non-empty"));
+}
 
 // runs/<app>/<date-time>, with -2, -3 ... when two runs start in the same second.
 fs::path default_out_dir(const std::string& app) {
@@ -107,18 +108,18 @@ void AppCommandLine::on_train(std::function<void(const TrainRequest&)> body) {
   train_body_ = std::move(body);
 }
 
-CLI::App& AppCommandLine::add_job(const std::string& name, const std::string& description, std::function<void()> body) {
+Options AppCommandLine::add_job(const std::string& name, const std::string& description, std::function<void()> body) {
   CLI::App* job = app_->add_subcommand(name, description);
   jobs_.push_back({job, [body = std::move(body)](const JobSettings&) { body(); }, false});
-  return *job;
+  return Options(*job);
 }
 
-CLI::App& AppCommandLine::add_job(const std::string& name, const std::string& description,
-                                  std::function<void(const JobSettings&)> body) {
+Options AppCommandLine::add_job(const std::string& name, const std::string& description,
+                                std::function<void(const JobSettings&)> body) {
   CLI::App* job = app_->add_subcommand(name, description);
   job->fallthrough();  // --config and -D after the job's name are the app's options
   jobs_.push_back({job, std::move(body), true});
-  return *job;
+  return Options(*job);
 }
 
 namespace {

@@ -17,7 +17,7 @@
 // job refuses them, and every job refuses --out, --overwrite and --resume (training's options).
 //
 // An empty path ("--out ''", "--resume \"$UNSET\"") is a usage error, never read as "not given":
-// every path option of the apps and of posgrad-sweep passes through refuse_empty().
+// every path option of the apps and of posgrad-sweep is declared as a path (options.h).
 //
 // run() parses, resolves the settings and runs the chosen job. A usage error prints one
 // "app: error: ..." line and returns 2; a posgrad::Error thrown by the job prints one
@@ -37,12 +37,8 @@
 #include <vector>
 
 #include "apps/common/job_settings.h"
+#include "apps/common/options.h"
 #include "apps/common/settings.h"
-
-namespace CLI {
-class App;
-class Option;
-}
 
 namespace posgrad::apps {
 
@@ -62,9 +58,6 @@ std::filesystem::path source_dir();
 std::filesystem::path resolve_preset(const std::filesystem::path& path);
 // Reads RUN_DIR/config.yaml into `settings` (for --resume and for jobs that use a finished run).
 void load_run_settings(Settings& settings, const std::filesystem::path& run_dir);
-// Makes an empty value of `option` a usage error ("--out: an empty path is not a folder or a
-// file"); returns `option` for chaining.
-CLI::Option* refuse_empty(CLI::Option* option);
 // argv as one shell-quoted line.
 std::string quoted_command(int argc, const char* const* argv);
 
@@ -75,12 +68,12 @@ class AppCommandLine {
 
   // The training job; it runs when no job is named, or with `app train`.
   void on_train(std::function<void(const TrainRequest&)> body);
-  // Another job: `app <name> ...`. Add its options to the returned CLI11 app before run().
-  CLI::App& add_job(const std::string& name, const std::string& description, std::function<void()> body);
+  // Another job: `app <name> ...`. Declare its options on the returned Options before run().
+  Options add_job(const std::string& name, const std::string& description, std::function<void()> body);
   // A job that takes settings: the --config files (resolved) and -D assignments given before or
   // after its name reach `body`, which applies them (apply_job_settings).
-  CLI::App& add_job(const std::string& name, const std::string& description,
-                    std::function<void(const JobSettings&)> body);
+  Options add_job(const std::string& name, const std::string& description,
+                  std::function<void(const JobSettings&)> body);
 
   int run(int argc, const char* const* argv);
 

@@ -14,8 +14,6 @@
 #include <cmath>
 #include <memory>
 
-#include <CLI/CLI.hpp>
-
 #include "apps/common/cli.h"
 #include "apps/common/data_parallel.h"
 #include "apps/common/device_setting.h"
@@ -316,9 +314,8 @@ int main(int argc, char** argv) {
                      settings);
   cli.on_train([&](const TrainRequest& request) { train(c, settings, request); });
   std::string run_dir, which = "best";
-  CLI::App& eval_job = cli.add_job("eval", "score a run's checkpoint on fresh test sequences",
-                                   [&] { eval(c, settings, run_dir, which); });
-  refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
-  eval_job.add_option("--checkpoint", which, "which checkpoint")->check(CLI::IsMember({"best", "latest"}));
+  cli.add_job("eval", "score a run's checkpoint on fresh test sequences", [&] { eval(c, settings, run_dir, which); })
+      .required_path("run", run_dir, "the run folder")
+      .choice("--checkpoint", which, {"best", "latest"}, "which checkpoint");
   return cli.run(argc, argv);
 }

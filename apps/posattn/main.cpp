@@ -8,8 +8,6 @@
 // `posattn --help` lists every setting with its type, default and meaning.
 //
 // Deliberately does not: run sweeps (posgrad-sweep runs this executable once per grid cell).
-#include <CLI/CLI.hpp>
-
 #include "apps/common/cli.h"
 #include "apps/posattn/figures.h"
 #include "apps/posattn/posattn_settings.h"
@@ -27,20 +25,17 @@ int main(int argc, char** argv) {
                      settings);
   cli.on_train([&](const TrainRequest& request) { train(c, settings, request); });
   std::string run_dir, which = "best", split = "val";
-  CLI::App& eval_job = cli.add_job("eval", "score a run's checkpoint on the validation split or the test set",
-                                   [&] { eval(c, settings, run_dir, which, split); });
-  refuse_empty(eval_job.add_option("run", run_dir, "the run folder"))->required();
-  eval_job.add_option("--checkpoint", which, "which checkpoint (best, latest)")->check(CLI::IsMember({"best", "latest"}));
-  eval_job.add_option("--split", split, "val (the run's seeded split) or test (test_batch.bin / t10k)")
-      ->check(CLI::IsMember({"val", "test"}));
+  cli.add_job("eval", "score a run's checkpoint on the validation split or the test set",
+              [&] { eval(c, settings, run_dir, which, split); })
+      .required_path("run", run_dir, "the run folder")
+      .choice("--checkpoint", which, {"best", "latest"}, "which checkpoint")
+      .choice("--split", split, {"val", "test"}, "val (the run's seeded split) or test (test_batch.bin / t10k)");
   std::string figures_run, figures_which = "best";
   int64_t figures_images = 3;
-  CLI::App& figures_job = cli.add_job("figures", "draw a run's figures into RUN/figures/",
-                                      [&] { draw_figures(c, settings, figures_run, figures_which, figures_images); });
-  refuse_empty(figures_job.add_option("run", figures_run, "the run folder"))->required();
-  figures_job.add_option("--checkpoint", figures_which, "which checkpoint (best, latest)")
-      ->check(CLI::IsMember({"best", "latest"}));
-  figures_job.add_option("--images", figures_images, "validation images for the attention figures")
-      ->check(CLI::Range(1, 8));
+  cli.add_job("figures", "draw a run's figures into RUN/figures/",
+              [&] { draw_figures(c, settings, figures_run, figures_which, figures_images); })
+      .required_path("run", figures_run, "the run folder")
+      .choice("--checkpoint", figures_which, {"best", "latest"}, "which checkpoint")
+      .integer("--images", figures_images, "validation images for the attention figures", {1, 8});
   return cli.run(argc, argv);
 }

@@ -5,13 +5,12 @@
 //   posgrad-data verify [NAME...] [--dir D]             check D's files against the known SHA-256s
 // --dir defaults to the data folder the apps find (datasets/data_dir.h), else ../shared/data.
 // --catalogue FILE replaces the built-in catalogue with a JSON one (tests, private mirrors).
-// Errors are one line on stderr and exit status 1. See docs/datasets.md.
+// Errors are one line on stderr and exit status 1 (a usage error: exit status 2). See docs/datasets.md.
 // Deliberately does not: fetch enwik8/text8, or delete or repair a dataset folder already there.
 #include <csignal>
 #include <filesystem>
 
-#include <CLI/CLI.hpp>
-
+#include "apps/common/options.h"
 #include "datasets/data_dir.h"
 #include "datasets/fetch/catalogue.h"
 #include "datasets/fetch/fetch.h"
@@ -19,6 +18,7 @@
 #include "tensor/error.h"
 
 using namespace posgrad;
+using namespace posgrad::apps;
 using namespace posgrad::fetch;
 namespace fs = std::filesystem;
 
@@ -80,42 +80,30 @@ int verify(const std::vector<DatasetSpec>& catalogue, const std::vector<std::str
 int main(int argc, char** argv) {
   // A file-size limit makes write() fail with EFBIG (reported with the file) instead of a signal.
   std::signal(SIGXFSZ, SIG_IGN);
-  CLI::App app("posgrad-data: fetch and verify the datasets (cifar10, mnist, tinyshakespeare)");
-  app.require_subcommand(1);
+  CommandLine cli("posgrad-data", "posgrad-data: fetch and verify the datasets (cifar10, mnist, tinyshakespeare)");
+  cli.require_command();
   std::string catalogue_file;
-  app.add_option("--catalogue", catalogue_file,
-                 "a JSON catalogue replacing the built-in one (tests, private mirrors; docs/datasets.md)")
-      ->check(CLI::ExistingFile);
-
-  // An empty --dir or --base-url would silently mean "the default": refused instead.
-  const CLI::Validator non_empty([](const std::string& v) { return v.empty() ? std::string("empty") : ""; },
-                                 "NOT EMPTY");
+  cli.options().existing_file("--catalogue", catalogue_file,
+                              "a JSON catalogue replacing the built-in one (tests, private mirrors; docs/datasets.md)");
+  // An empty --dir or --base-url would silently mean "the default": refused instead (a path option).
   std::vector<std::string> fetch_names, verify_names;
   std::string dir, base_url;
   bool quiet = false;
-  CLI::App* fetch_cmd = app.add_subcommand("fetch", "download, check and unpack datasets into the data folder");
-  fetch_cmd->add_option("names", fetch_names, "datasets to fetch (see `list`)")->required();
-  fetch_cmd->add_option("--dir", dir, "the data folder (default: the one the apps find, else ../shared/data)")
-      ->check(non_empty);
-  fetch_cmd
-      ->add_option("--base-url", base_url,
-                   "replaces everything before the file name of every URL (a mirror; http:// only here)")
-      ->check(non_empty);
-  fetch_cmd->add_flag("--quiet", quiet, "no progress, only the result lines and errors");
-  CLI::App* verify_cmd = app.add_subcommand("verify", "check the data folder's files against the known SHA-256s");
-  verify_cmd->add_option("names", verify_names, "datasets to check (default: every one that is there)");
-  verify_cmd->add_option("--dir", dir, "the data folder (default: the one the apps find)")->check(non_empty);
-  app.add_subcommand("list", "the datasets, their folders, URLs and published checksums");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  cli.command("fetch", "download, check and unpack datasets into the data folder")
+      .texts("names", fetch_names, "datasets to fetch (see `list`)", /*required=*/true)
+      .path("--dir", dir, "the data folder (default: the one the apps find, else ../shared/data)")
+      .non_empty_text("--base-url", base_url, "replaces everything before the file name of every URL (a mirror; http:// only here)")
+      .flag("--quiet", quiet, "no progress, only the result lines and errors");
+  cli.command("verify", "check the data folder's files against the known SHA-256s")
+      .texts("names", verify_names, "datasets to check (default: every one that is there)")
+      .path("--dir", dir, "the data folder (default: the one the apps find)");
+  cli.command("list", "the datasets, their folders, URLs and published checksums");
+  if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   try {
     const std::vector<DatasetSpec> catalogue =
         catalogue_file.empty() ? builtin_catalogue() : load_catalogue(catalogue_file);
-    if (app.got_subcommand("list")) return list(catalogue);
-    if (app.got_subcommand("verify")) return verify(catalogue, verify_names, dir.empty() ? find_data_dir() : fs::path(dir));
+    if (cli.got("list")) return list(catalogue);
+    if (cli.got("verify")) return verify(catalogue, verify_names, dir.empty() ? find_data_dir() : fs::path(dir));
     FetchOptions options;
     options.data_dir = dir.empty() ? default_data_dir() : fs::path(dir);
     options.base_url = base_url;

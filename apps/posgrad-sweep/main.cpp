@@ -16,7 +16,6 @@
 // Deliberately does not: run runs in parallel, or pass anything but -D overrides to the app.
 #include <map>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -31,23 +30,21 @@ using namespace posgrad;
 using namespace posgrad::apps;
 
 int main(int argc, char** argv) {
-  CLI::App app("posgrad-sweep: trains every arm x seed of a sweep file, one run at a time, and writes its results table");
+  CommandLine cli("posgrad-sweep",
+                  "posgrad-sweep: trains every arm x seed of a sweep file, one run at a time, and writes its results table");
   std::string file, out;
   std::vector<std::string> overrides;
   bool dry_run = false, table_only = false;
   int64_t ranks = 0;
-  refuse_empty(app.add_option("sweep", file, "the sweep file (YAML; see apps/common/sweep.h)"))->required();
-  refuse_empty(app.add_option("--out", out, "the sweep folder (default: the file's 'out', else runs/sweeps/<file stem>)"));
-  app.add_option("-D", overrides, "key=value override for every fresh run (repeatable)");
-  app.add_option("--ranks", ranks, "run every run as N data-parallel ranks under mpirun (replaces the file's ranks or launcher)")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--dry-run", dry_run, "print what each run would do, run nothing");
-  app.add_flag("--table-only", table_only, "write the tables from the runs already there, run nothing");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  cli.options()
+      .required_path("sweep", file, "the sweep file (YAML; see apps/common/sweep.h)")
+      .path("--out", out, "the sweep folder (default: the file's 'out', else runs/sweeps/<file stem>)")
+      .texts("-D", overrides, "key=value override for every fresh run (repeatable)")
+      .integer("--ranks", ranks, "run every run as N data-parallel ranks under mpirun (replaces the file's ranks or launcher)",
+               NumberRange::at_least(1))
+      .flag("--dry-run", dry_run, "print what each run would do, run nothing")
+      .flag("--table-only", table_only, "write the tables from the runs already there, run nothing");
+  if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   try {
     SweepSpec spec = load_sweep(file);
     if (ranks > 0) spec.launcher = mpirun_launcher(ranks, "--ranks");

@@ -9,7 +9,6 @@
 // (apps/transduction_common/transduction_command_line.h). `seqtasks --help` lists every setting
 // with its type, default and meaning.
 // Deliberately does not: run sweeps (posgrad-sweep runs this executable once per grid cell).
-#include <CLI/CLI.hpp>
 
 #include "apps/seqtasks/seqtasks_decode.h"
 #include "apps/seqtasks/seqtasks_experiment.h"

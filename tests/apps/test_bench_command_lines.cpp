@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(bad_options_stop_with_one_error_line) {
   for (const Bench& b : kBenches) {
     expect_one_error_line(b, "--no-such-option 3", "--no-such-option", tmp.path() / (b.name + ".unknown.txt"));
     expect_one_error_line(b, b.count_option + " lots", b.count_option, tmp.path() / (b.name + ".nan.txt"));
-    expect_one_error_line(b, b.count_option + " 0", b.count_option + ": must be at least 1, not 0",
+    expect_one_error_line(b, b.count_option + " 0", b.count_option + ": 0 is out of range: must be >= 1",
                           tmp.path() / (b.name + ".zero.txt"));
   }
 }

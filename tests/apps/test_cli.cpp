@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 
 #include "apps/common/cli.h"
 #include "tensor/error.h"
@@ -41,8 +40,7 @@ struct App {
   int run(std::vector<std::string> args) {
     AppCommandLine cli("testapp", "a test app", settings);
     cli.on_train([&](const TrainRequest& r) { request = r; });
-    auto& eval = cli.add_job("eval", "evaluate", [&] { evaluated = true; });
-    posgrad::apps::refuse_empty(eval.add_option("run", eval_run))->required();
+    cli.add_job("eval", "evaluate", [&] { evaluated = true; }).required_path("run", eval_run, "the run folder");
     args.insert(args.begin(), "testapp");
     std::vector<const char*> argv;
     for (const std::string& a : args) argv.push_back(a.c_str());

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 
 #include "apps/common/cli.h"
 #include "apps/common/job_settings.h"
