@@ -96,8 +96,14 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
   if (root["metric"]) s.metric = root["metric"].as<std::string>();
   if (root["higher_is_better"]) s.higher_is_better = root["higher_is_better"].as<bool>();
   if (root["curve"]) {
+    for (const auto& entry : root["curve"]) {
+      const std::string key = entry.first.as<std::string>();
+      if (key != "x" && key != "y" && key != "log_y")
+        fail("{}: curve: unknown key '{}' (x, y, log_y)", f, key);
+    }
     s.curve_x = root["curve"]["x"] ? root["curve"]["x"].as<std::string>() : "epoch";
     s.curve_y = root["curve"]["y"] ? root["curve"]["y"].as<std::string>() : "";
+    s.curve_log_y = root["curve"]["log_y"] && root["curve"]["log_y"].as<bool>();
   }
   if (root["seed_key"]) s.seed_key = root["seed_key"].as<std::string>();
   if (root["reference_source"]) s.reference_source = root["reference_source"].as<std::string>();

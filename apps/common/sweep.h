@@ -8,7 +8,8 @@
 //   runs: runs/sweeps/posattn_thesis/runs # where the run folders live (default: out); sweeps
 //                                         # sharing it share runs of the same arm name and seed
 //   metric: val_acc_max                   # a number in each run's summary.json
-//   curve: {x: epoch, y: val_acc}         # metrics.jsonl keys for the learning curves (optional)
+//   curve: {x: epoch, y: val_acc}         # metrics.jsonl keys for the learning curves (optional;
+//                                         # log_y: true draws y on a log scale)
 //   seed_key: seed                        # the setting the seeds go to (default "seed")
 //   seeds: [9188, 2755]                   # each once (a repeated seed or grid value is an error)
 //   arms:                                 # each: a name, its presets and overrides, and
@@ -69,6 +70,7 @@ struct SweepSpec {
   std::string metric = "val_acc_max";
   bool higher_is_better = true;
   std::string curve_x, curve_y;
+  bool curve_log_y = false;  // the curves' y axis on a log scale (a perplexity from 10^5 to 4)
   std::string seed_key = "seed";
   std::vector<int64_t> seeds;
   std::vector<SweepArm> arms;  // grid already expanded

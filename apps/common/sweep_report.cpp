@@ -62,6 +62,7 @@ void draw_curves(const SweepSpec& spec, const std::vector<RunResult>& results) {
   LinePlotOptions o;
   o.x_label = spec.curve_x;
   o.y_label = spec.curve_y;
+  o.log_y = spec.curve_log_y;
   draw_line_plot(fig.canvas(), fig.panel(0, 0), series, o);
   fig.save_png(spec.out / "figures" / "curves.png");
 }

@@ -227,6 +227,16 @@ BOOST_AUTO_TEST_CASE(bad_sweep_files_are_named) {
   BOOST_CHECK_EXCEPTION(load_sweep(f), posgrad::Error, [](const posgrad::Error& e) {
     return std::string(e.what()).find("unknown key 'metrik'") != std::string::npos;
   });
+  // The learning curves: x, y and a log scale for y; nothing else.
+  std::ofstream(f) << "app: count24\nseeds: [1]\ncurve: {x: epoch, y: dev_ppl, log_y: true}\n";
+  BOOST_TEST(load_sweep(f).curve_log_y);
+  BOOST_TEST(load_sweep(f).curve_y == "dev_ppl");
+  std::ofstream(f) << "app: count24\nseeds: [1]\ncurve: {y: loss}\n";
+  BOOST_TEST(!load_sweep(f).curve_log_y);
+  std::ofstream(f) << "app: count24\nseeds: [1]\ncurve: {y: loss, logy: true}\n";
+  BOOST_CHECK_EXCEPTION(load_sweep(f), posgrad::Error, [](const posgrad::Error& e) {
+    return std::string(e.what()).find("curve: unknown key 'logy' (x, y, log_y)") != std::string::npos;
+  });
   // ranks and launcher: the command before the app's; not both, and at least one rank.
   std::ofstream(f) << "app: count24\nseeds: [1]\nranks: 0\n";
   BOOST_CHECK_EXCEPTION(load_sweep(f), posgrad::Error, [](const posgrad::Error& e) {
