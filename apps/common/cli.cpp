@@ -134,17 +134,8 @@ std::string rank_label() {
 }  // namespace
 
 int AppCommandLine::run(int argc, const char* const* argv) {
-  try {
-    app_->parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app_->exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app_->exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: error: %s\n(run '%s --help' for the options and settings)\n", name_.c_str(), e.what(),
-                 name_.c_str());
-    return 2;
-  }
+  if (const auto exit_code = parse_command_line(*app_, name_, "the options and settings", argc, argv))
+    return *exit_code;
   try {
     for (const Job& job : jobs_) {
       if (!job.app->parsed()) continue;

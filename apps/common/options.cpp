@@ -148,18 +148,24 @@ void CommandLine::require_command() { app_->require_subcommand(1); }
 
 bool CommandLine::got(const std::string& name) const { return app_->got_subcommand(name); }
 
-std::optional<int> CommandLine::parse(int argc, const char* const* argv) {
+std::optional<int> parse_command_line(CLI::App& app, const std::string& name, const std::string& help_lists,
+                                      int argc, const char* const* argv) {
   try {
-    app_->parse(argc, argv);
+    app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app_->exit(e);
+    return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app_->exit(e);
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: error: %s\n(run '%s --help' for the options)\n", name_.c_str(), e.what(), name_.c_str());
+    std::fprintf(stderr, "%s: error: %s\n(run '%s --help' for %s)\n", name.c_str(), e.what(), name.c_str(),
+                 help_lists.c_str());
     return 2;
   }
   return std::nullopt;
+}
+
+std::optional<int> CommandLine::parse(int argc, const char* const* argv) {
+  return parse_command_line(*app_, name_, "the options", argc, argv);
 }
 
 }  // namespace posgrad::apps

@@ -66,6 +66,12 @@ class Options {
 // The sizes of a list that Options::size_list accepted.
 std::vector<int64_t> sizes_of(const std::string& list);
 
+// Parses argv into `app`: nullopt to go on, else the exit code (0 after --help; 2 after a usage
+// error, printed as "<name>: error: ...\n(run '<name> --help' for <help_lists>)"). CommandLine
+// and cli.h's AppCommandLine parse through it.
+std::optional<int> parse_command_line(CLI::App& app, const std::string& name, const std::string& help_lists,
+                                      int argc, const char* const* argv);
+
 // A program's command line: its options, its subcommands, and parsing.
 class CommandLine {
  public:
