@@ -61,14 +61,6 @@ std::string quoted_command(int argc, const char* const* argv) {
 
 namespace {
 
-// An empty value of `option` is a usage error ("--out: an empty path is not a folder or a file").
-CLI::Option* refuse_empty(CLI::Option* option) {
-  const auto non_empty = [](std::string& value) {
-    return value.empty() ? std::string("an empty path is not a folder or a file") : std::string();
-  };
-  return option->check(CLI::Validator(non_empty, "", "non-empty"));
-}
-
 // runs/<app>/<date-time>, with -2, -3 ... when two runs start in the same second.
 fs::path default_out_dir(const std::string& app) {
   const std::time_t now = std::time(nullptr);
@@ -87,14 +79,14 @@ fs::path default_out_dir(const std::string& app) {
 
 AppCommandLine::AppCommandLine(std::string name, std::string description, Settings& settings)
     : name_(std::move(name)), settings_(settings), app_(std::make_unique<CLI::App>(std::move(description), name_)) {
-  refuse_empty(app_->add_option("--config", presets_, "YAML preset applied over the defaults (repeatable, in order)"))
+  refuse_empty_path(app_->add_option("--config", presets_, "YAML preset applied over the defaults (repeatable, in order)"))
       ->type_name("FILE");
   app_->add_option("-D", overrides_, "set one setting, e.g. -Dtrain.lr=1e-3 (repeatable; later wins)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
-  refuse_empty(app_->add_option("--out", out_, "run folder (default: runs/" + name_ + "/<date-time>)"))->type_name("DIR");
+  refuse_empty_path(app_->add_option("--out", out_, "run folder (default: runs/" + name_ + "/<date-time>)"))->type_name("DIR");
   app_->add_flag("--overwrite", overwrite_, "write into a run folder that already holds files");
-  refuse_empty(app_->add_option("--resume", resume_, "continue the run in RUN_DIR from its latest checkpoint"))
+  refuse_empty_path(app_->add_option("--resume", resume_, "continue the run in RUN_DIR from its latest checkpoint"))
       ->type_name("RUN_DIR");
   app_->footer("Settings (set with -Dkey=value or in a --config YAML file):\n" + settings_.describe());
   app_->require_subcommand(0, 1);

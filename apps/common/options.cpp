@@ -25,28 +25,28 @@ CLI::Validator number_in(const NumberRange& range) {
       bounds.empty() ? "finite" : bounds, "");
 }
 
-CLI::Validator non_empty_path() {
-  return CLI::Validator(
+}  // namespace
+
+CLI::Option* refuse_empty_path(CLI::Option* option) {
+  return option->check(CLI::Validator(
       [](std::string& value) {
         return value.empty() ? std::string("an empty path is not a folder or a file") : std::string();
       },
-      "", "non-empty");
+      "", "non-empty"));
 }
 
-}  // namespace
-
 Options& Options::path(const std::string& name, std::string& value, const std::string& help) {
-  app_->add_option(name, value, help)->check(non_empty_path());
+  refuse_empty_path(app_->add_option(name, value, help));
   return *this;
 }
 
 Options& Options::required_path(const std::string& name, std::string& value, const std::string& help) {
-  app_->add_option(name, value, help)->check(non_empty_path())->required();
+  refuse_empty_path(app_->add_option(name, value, help))->required();
   return *this;
 }
 
 Options& Options::existing_file(const std::string& name, std::string& value, const std::string& help) {
-  app_->add_option(name, value, help)->check(non_empty_path())->check(CLI::ExistingFile);
+  refuse_empty_path(app_->add_option(name, value, help))->check(CLI::ExistingFile);
   return *this;
 }
 

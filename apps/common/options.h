@@ -29,6 +29,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace posgrad::apps {
@@ -65,6 +66,10 @@ class Options {
 
 // The sizes of a list that Options::size_list accepted.
 std::vector<int64_t> sizes_of(const std::string& list);
+
+// Makes an empty value of `option` a usage error ("--out: an empty path is not a folder or a
+// file"); returns `option`. Options' path methods and cli.h's own --config, --out, --resume use it.
+CLI::Option* refuse_empty_path(CLI::Option* option);
 
 // Parses argv into `app`: nullopt to go on, else the exit code (0 after --help; 2 after a usage
 // error, printed as "<name>: error: ...\n(run '<name> --help' for <help_lists>)"). CommandLine
