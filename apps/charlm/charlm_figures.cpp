@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "apps/common/plot.h"
+#include "tensor/error.h"
 
 namespace posgrad::charlm {
 
@@ -118,6 +119,54 @@ void draw_passage_attention(const std::vector<std::string>& queries,
       o.font_size = 10;
       draw_heatmap(fig.canvas(), fig.panel(l, h), values, rows, D, o);
     }
+  fig.save_png(path);
+}
+
+void draw_text_spans(const std::string& text, const std::vector<std::vector<double>>& z, double ramp,
+                     const std::filesystem::path& path) {
+  const auto n = static_cast<int>(text.size());
+  const auto layers = z.size();
+  POSGRAD_CHECK(n > 0 && layers > 0, "draw_text_spans: no text ({} characters) or no layer ({})", n, layers);
+  std::vector<double> position(static_cast<size_t>(n)), mean_z(static_cast<size_t>(n), 0.0);
+  for (int t = 0; t < n; ++t) {
+    position[static_cast<size_t>(t)] = t;
+    for (const auto& layer : z) mean_z[static_cast<size_t>(t)] += layer.at(static_cast<size_t>(t)) / static_cast<double>(layers);
+  }
+  // The text in rows of 64 characters, each cell coloured by the mean z_t.
+  constexpr int kPerRow = 64;
+  const int rows = (n + kPerRow - 1) / kPerRow;
+  std::vector<float> values(static_cast<size_t>(rows * kPerRow), 0.0f);
+  std::vector<std::string> cells(values.size());
+  std::vector<uint8_t> visible(values.size(), 0);
+  std::vector<std::string> row_labels;
+  for (int r = 0; r < rows; ++r) row_labels.push_back(std::to_string(r * kPerRow));
+  for (int t = 0; t < n; ++t) {
+    const auto i = static_cast<size_t>(t);
+    values[i] = static_cast<float>(mean_z[i]);
+    visible[i] = 1;
+    cells[i] = text[i] == '\n' ? std::string("\u21b5") : text[i] == ' ' ? std::string() : std::string(1, text[i]);
+  }
+  Figure fig(2, 1, 1200, 26 * rows + 120,
+             fmt::format("dynamic span z_t along the text (mean over heads and layers; the mask reaches z_t + R, R = {})", ramp));
+  HeatmapOptions o;
+  o.title = "the text, each character coloured by z_t";
+  o.row_labels = row_labels;
+  o.index_ticks = false;
+  o.cell_text = cells;
+  o.mask = visible;
+  o.mask_color = colors::white;
+  o.colorbar_label = "z_t";
+  o.cell_borders = false;
+  draw_heatmap(fig.canvas(), fig.panel(0, 0), values, rows, kPerRow, o);
+  std::vector<Series> series;
+  for (size_t l = 0; l < layers; ++l) series.push_back({fmt::format("layer {}", l), position, z[l], std::nullopt, 1.0});
+  series.push_back({"mean", position, mean_z, colors::black, 2.5});
+  LinePlotOptions lo;
+  lo.title = "z_t against the position in the text";
+  lo.x_label = "character";
+  lo.y_label = "z_t (characters)";
+  lo.y_min = 0.0;
+  draw_line_plot(fig.canvas(), fig.panel(1, 0), series, lo);
   fig.save_png(path);
 }
 

@@ -8,11 +8,15 @@
 //   sample attention     (charlm sample --figure F) the attention of each head to the previous
 //                        characters while the last characters of a sample were generated: rows =
 //                        the character fed in (the query), columns = distance 1, 2, ...
+//   text spans           (charlm spans --figure F) the dynamic span along a passage: the text in
+//                        rows of 64 characters, each coloured by its z_t (mean over layers and
+//                        heads), and z_t against the position, per layer and their mean.
 // Deliberately not here: choosing what to draw (the jobs in charlm_run.cpp do).
 // Shapes: letters of shape_legend.h (none are tensors here: plain vectors per layer and head).
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "attention/lm/char_transformer.h"
@@ -33,5 +37,10 @@ void draw_learning_curves(const std::vector<double>& train_steps, const std::vec
 void draw_passage_attention(const std::vector<std::string>& queries,
                             const std::vector<std::vector<std::vector<float>>>& probs, int64_t heads,
                             const std::vector<int64_t>& windows, int64_t max_distance, const std::filesystem::path& path);
+
+// text: the passage (bytes); z[l][t]: layer l's z_t at character t, averaged over the heads;
+// ramp: R (named in the title: the mask reaches z_t + R).
+void draw_text_spans(const std::string& text, const std::vector<std::vector<double>>& z, double ramp,
+                     const std::filesystem::path& path);
 
 }  // namespace posgrad::charlm

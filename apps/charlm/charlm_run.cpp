@@ -3,6 +3,7 @@
 #include "apps/charlm/charlm_run.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -482,6 +483,7 @@ void train(const CharlmSettings& c, const Settings& settings, const TrainRequest
                          {"span_max", model.largest_span()},
                          {"head_spans", model.head_spans()},
                          {"attn_flops_share", model.attention_flops_share(c.train.segment)},
+                         {"flops_per_token", model.flops_per_token()},
                          {"parameters", model.num_parameters()},
                          {"vocabulary", data.vocab.size()},
                          {"device", device.str()},
@@ -594,6 +596,71 @@ void sample_run(CharlmSettings& c, Settings& settings, const JobSettings& job, c
     std::vector<int64_t> windows;
     for (int64_t l = 0; l < model->num_layers(); ++l) windows.push_back(model->layer(l).window());
     draw_passage_attention(queries, attention, model->config().attention.heads, windows, 64, request.figure);
+    fmt::print(stderr, "figure: {}\n", request.figure);
+  }
+}
+
+const std::vector<std::string> kSpansTakes{"device", "data.path", "data.data_dir", "model.attention"};
+
+void span_text_run(CharlmSettings& c, Settings& settings, const JobSettings& job, const SpanTextRequest& request) {
+  const LoadedRun run = load_run(c, settings, job, kSpansTakes, "spans", request.run_dir, request.which);
+  CharTransformer& model = *run.model;
+  if (model.config().attention.span != "dynamic_span")
+    fail("spans: {} has model.span = {}, not dynamic_span: its spans do not change along a text (its figures/span_mask.png "
+         "shows them)", request.run_dir, model.config().attention.span);
+  Tensor tokens;  // int64 [N]
+  std::string what;
+  if (!request.text.empty()) {
+    tokens = encode_checked(run.vocab, request.text, "--text");
+    what = "the given text";
+  } else {
+    const TextData data = load_validation(c, run.vocab);
+    if (request.offset + request.chars > data.val.numel())
+      fail("spans: --offset {} + --chars {} is past the end of the validation split of {} ({} characters)", request.offset,
+           request.chars, data.name, data.val.numel());
+    tokens = data.val.narrow(0, request.offset, request.chars).contiguous();
+    what = fmt::format("{} characters of the validation split of {} from offset {}", request.chars, data.name, request.offset);
+  }
+  const std::vector<int64_t> ids = tokens.to_vector<int64_t>();
+  const auto N = static_cast<int64_t>(ids.size()), M = c.train.segment, L = model.num_layers();
+  NoGradGuard no_grad;
+  model.eval();
+  LayerCache cache;
+  Generator unused(0);
+  std::vector<std::vector<double>> z(static_cast<size_t>(L));  // [layer][t]: z_t averaged over the heads
+  for (int64_t start = 0; start < N; start += M) {
+    const int64_t m = std::min(M, N - start);
+    model.forward(tokens.narrow(0, start, m).reshape({1, m}).to(run.device), cache, unused);
+    for (int64_t l = 0; l < L; ++l) {
+      // [B, H, M] -> [M]: z_t of each character, averaged over the heads (B = 1).
+      const std::vector<double> zt = mean(model.layer(l).dynamic_spans(), {0, 1}).to(kCPU).to_vector<double>();
+      z[static_cast<size_t>(l)].insert(z[static_cast<size_t>(l)].end(), zt.begin(), zt.end());
+    }
+  }
+  std::vector<double> mean_z(static_cast<size_t>(N), 0.0);
+  for (const auto& layer : z)
+    for (int64_t t = 0; t < N; ++t) mean_z[static_cast<size_t>(t)] += layer[static_cast<size_t>(t)] / static_cast<double>(L);
+  // The paper: the span rises at the start of words. A word start: a letter after a space or a newline.
+  double at_start = 0, elsewhere = 0;
+  int64_t starts = 0;
+  std::string text;
+  for (int64_t t = 0; t < N; ++t) {
+    const auto ch = static_cast<char>(run.vocab.symbol(ids[static_cast<size_t>(t)]));
+    text += ch;
+    const bool start = t > 0 && std::isalpha(static_cast<unsigned char>(ch)) && (text[static_cast<size_t>(t - 1)] == ' ' || text[static_cast<size_t>(t - 1)] == '\n');
+    (start ? at_start : elsewhere) += mean_z[static_cast<size_t>(t)];
+    starts += start;
+  }
+  std::vector<std::string> layer_means;
+  for (const auto& layer : z)
+    layer_means.push_back(fmt::format("{:.3f}", std::accumulate(layer.begin(), layer.end(), 0.0) / static_cast<double>(N)));
+  fmt::print("spans of {} ({} checkpoint) on {}: mean z_t {:.3f} characters (per layer: {}); at the first letter of a "
+             "word {} (n = {}), elsewhere {} (n = {})\n",
+             request.run_dir, request.which, what, std::accumulate(mean_z.begin(), mean_z.end(), 0.0) / static_cast<double>(N),
+             fmt::join(layer_means, ", "), starts ? fmt::format("{:.3f}", at_start / static_cast<double>(starts)) : "-", starts,
+             N > starts ? fmt::format("{:.3f}", elsewhere / static_cast<double>(N - starts)) : "-", N - starts);
+  if (!request.figure.empty()) {
+    draw_text_spans(text, z, model.config().attention.span_ramp, request.figure);
     fmt::print(stderr, "figure: {}\n", request.figure);
   }
 }

@@ -9,6 +9,9 @@
 //   charlm sample --checkpoint RUN --prompt "ROMEO:" --tokens 500 --temperature 0.8 --top-k 40 --seed 1
 //                 [--figure F.png]      (the attention of the last 40 generated characters;
 //                                         the text is written as it is generated)
+//   charlm spans RUN [--chars 256 --offset 0 | --text T] [--figure F.png]
+//                                        the dynamic span z_t along a passage (the paper's
+//                                         Figure 5): its mean at word starts and elsewhere
 // Training follows the paper: contiguous streams (datasets/text_streams.h) with the cache of
 // previous layer inputs carried and zeroed when the data wraps; loss = mean NLL (nats) + span
 // loss; the spans are clamped after every optimizer step; Adagrad with the per-tensor step clip
@@ -63,5 +66,15 @@ int main(int argc, char** argv) {
       .integer("--top-k", sample.top_k, "sample among the k most likely (0: all)", NumberRange::at_least(0))
       .integer("--seed", sample.seed, "sampling seed")
       .path("--figure", sample.figure, "also draw the attention of the last 40 generated characters (PNG path)");
+
+  SpanTextRequest spans;
+  cli.add_job("spans", "the dynamic span along a passage of the validation split or a given text (Figure 5)",
+              [&](const JobSettings& job) { span_text_run(c, settings, job, spans); })
+      .required_path("run", spans.run_dir, "the run folder (trained with model.span = dynamic_span)")
+      .choice("--checkpoint", spans.which, {"best", "latest"}, "which checkpoint")
+      .non_empty_text("--text", spans.text, "this text instead of the validation split (every character in the vocabulary)")
+      .integer("--offset", spans.offset, "where the passage starts in the validation split", NumberRange::at_least(0))
+      .integer("--chars", spans.chars, "the passage's length in the validation split", NumberRange::at_least(1))
+      .path("--figure", spans.figure, "draw the text coloured by z_t and z_t along it (PNG path)");
   return cli.run(argc, argv);
 }

@@ -374,6 +374,7 @@ Axis log_axis(double lo, double hi, bool pad_lo, bool pad_hi) {
 }  // namespace
 
 double PlotLayout::x_to_px(double x) const {
+  if (log_x) x = x > 0 ? std::log10(x) : std::numeric_limits<double>::quiet_NaN();
   return plot.x + (x - x_lo) / (x_hi - x_lo) * (plot.w - 1);
 }
 
@@ -388,6 +389,9 @@ PlotLayout draw_line_plot(Canvas& canvas, const Rect& area, const std::vector<Se
   POSGRAD_CHECK(!o.log_y || ((!o.y_min || *o.y_min > 0) && (!o.y_max || *o.y_max > 0)),
                 "draw_line_plot: a log y axis needs y_min and y_max > 0, got y_min {} and y_max {}",
                 o.y_min.value_or(1.0), o.y_max.value_or(1.0));
+  POSGRAD_CHECK(!o.log_x || ((!o.x_min || *o.x_min > 0) && (!o.x_max || *o.x_max > 0)),
+                "draw_line_plot: a log x axis needs x_min and x_max > 0, got x_min {} and x_max {}",
+                o.x_min.value_or(1.0), o.x_max.value_or(1.0));
   const double fs = o.font_size;
   const int line_h = static_cast<int>(std::ceil(fs));
 
@@ -398,18 +402,19 @@ PlotLayout draw_line_plot(Canvas& canvas, const Rect& area, const std::vector<Se
                   "draw_line_plot: series '{}' has {} xs but {} ys", s.name, s.xs.size(), s.ys.size());
     for (size_t i = 0; i < s.ys.size(); ++i) {
       const double x = s.xs.empty() ? static_cast<double>(i) : s.xs[i], y = s.ys[i];
-      if (!finite(x) || !finite(y) || (o.log_y && !(y > 0))) continue;
+      if (!finite(x) || !finite(y) || (o.log_x && !(x > 0)) || (o.log_y && !(y > 0))) continue;
       xlo = std::min(xlo, x), xhi = std::max(xhi, x);
       ylo = std::min(ylo, y), yhi = std::max(yhi, y);
     }
   }
-  if (!finite(xlo)) xlo = 0, xhi = 1;
+  if (!finite(xlo)) xlo = o.log_x ? 1 : 0, xhi = o.log_x ? 10 : 1;
   if (!finite(ylo)) ylo = o.log_y ? 0.1 : 0, yhi = o.log_y ? 10 : 1;
   if (o.x_min) xlo = *o.x_min;
   if (o.x_max) xhi = *o.x_max;
   if (o.y_min) ylo = *o.y_min;
   if (o.y_max) yhi = *o.y_max;
-  const Axis xa = linear_axis(xlo, xhi, false, false);  // a single x value is padded anyway
+  const Axis xa = o.log_x ? log_axis(xlo, xhi, false, false)
+                          : linear_axis(xlo, xhi, false, false);  // a single x value is padded anyway
   const Axis ya = o.log_y ? log_axis(ylo, yhi, !o.y_min, !o.y_max) : linear_axis(ylo, yhi, !o.y_min, !o.y_max);
 
   // Layout: title | y label, y ticks, plot | x ticks, x label.
@@ -419,15 +424,16 @@ PlotLayout draw_line_plot(Canvas& canvas, const Rect& area, const std::vector<Se
   const int bottom = kTickLength + kPad + line_h + (o.x_label.empty() ? 0 : kPad + line_h) + kPad;
   const int right = std::max<int>(kPad, canvas.text_width(xa.labels.empty() ? "" : xa.labels.back(), fs) / 2 + 2);
   const Rect plot = r.inset(left, line_h / 2 + 2, right, bottom);
-  const PlotLayout layout{plot, xa.lo, xa.hi, ya.lo, ya.hi, o.log_y};
+  const PlotLayout layout{plot, xa.lo, xa.hi, ya.lo, ya.hi, o.log_x, o.log_y};
   if (plot.w < 10 || plot.h < 10) return layout;
-  auto px = [&](double x) { return layout.x_to_px(x); };
+  auto px = [&](double x) { return plot.x + (x - xa.lo) / (xa.hi - xa.lo) * (plot.w - 1); };  // axis units
   auto py = [&](double v) { return plot.y + (ya.hi - v) / (ya.hi - ya.lo) * (plot.h - 1); };  // axis units
 
   // Grid and ticks, with labels that do not overlap.
   if (o.grid) {
     for (double m : ya.minor) canvas.line(plot.x, crisp(py(m)), plot.right(), crisp(py(m)), {242, 242, 242});
     for (double t : ya.ticks) canvas.line(plot.x, crisp(py(t)), plot.right(), crisp(py(t)), {225, 225, 225});
+    for (double m : xa.minor) canvas.line(crisp(px(m)), plot.y, crisp(px(m)), plot.bottom(), {242, 242, 242});
     for (double t : xa.ticks) canvas.line(crisp(px(t)), plot.y, crisp(px(t)), plot.bottom(), {225, 225, 225});
   }
   TextStyle tick;
@@ -463,7 +469,7 @@ PlotLayout draw_line_plot(Canvas& canvas, const Rect& area, const std::vector<Se
     std::vector<double> xs(s.ys.size()), ys(s.ys.size());
     for (size_t i = 0; i < s.ys.size(); ++i) {
       const double y = o.log_y ? (s.ys[i] > 0 ? std::log10(s.ys[i]) : NAN) : s.ys[i];
-      xs[i] = px(s.xs.empty() ? static_cast<double>(i) : s.xs[i]);
+      xs[i] = layout.x_to_px(s.xs.empty() ? static_cast<double>(i) : s.xs[i]);
       ys[i] = finite(y) ? py(y) : NAN;
       if (s.marker_radius > 0) canvas.circle(xs[i], ys[i], s.marker_radius, c);
       if (i == 0 || !finite(xs[i] + ys[i] + xs[i - 1] + ys[i - 1])) continue;

@@ -73,7 +73,7 @@ struct Series {
 
 struct LinePlotOptions {
   std::string title, x_label, y_label;
-  bool log_y = false;
+  bool log_x = false, log_y = false;  // log10 axes; values <= 0 are skipped on them
   bool legend = true;
   bool grid = true;
   std::optional<double> x_min, x_max, y_min, y_max;  // unset: the data range (y padded by 5%)
@@ -92,10 +92,10 @@ struct HeatmapLayout {
 // Where a line plot was drawn, and its data-to-pixel mapping (for extra marks).
 struct PlotLayout {
   Rect plot;  // the axes box
-  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;  // axis ranges (log10 units for log y)
-  bool log_y = false;
-  double x_to_px(double x) const;
-  double y_to_px(double y) const;  // y in data units (NaN for y <= 0 on a log axis)
+  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;  // axis ranges (log10 units on a log axis)
+  bool log_x = false, log_y = false;
+  double x_to_px(double x) const;  // x and y in data units (NaN for values <= 0 on a log axis)
+  double y_to_px(double y) const;
 };
 
 // Draws a rows x cols grid of `values` (row-major) inside `area`. Throws when the sizes of

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -77,7 +79,7 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
   const std::string f = fmt::format("sweep file '{}'", file.string());
   if (!root.IsMap()) fail("{}: expected a map (app, seeds, arms, ...)", f);
   static const std::vector<std::string> known = {"app", "title", "base", "set", "out", "runs", "metric", "higher_is_better",
-                                                 "curve", "seed_key", "seeds", "arms", "grid", "comparisons",
+                                                 "curve", "over", "seed_key", "seeds", "arms", "grid", "comparisons",
                                                  "reference_source", "ranks", "launcher"};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
@@ -104,6 +106,20 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
     s.curve_x = root["curve"]["x"] ? root["curve"]["x"].as<std::string>() : "epoch";
     s.curve_y = root["curve"]["y"] ? root["curve"]["y"].as<std::string>() : "";
     s.curve_log_y = root["curve"]["log_y"] && root["curve"]["log_y"].as<bool>();
+  }
+  if (root["over"]) {
+    const YAML::Node over = root["over"];
+    if (!over.IsMap()) fail("{}: 'over' must be a map (setting, y, log_x)", f);
+    for (const auto& entry : over) {
+      const std::string key = entry.first.as<std::string>();
+      if (key != "setting" && key != "y" && key != "log_x") fail("{}: over: unknown key '{}' (setting, y, log_x)", f, key);
+    }
+    if (!over["setting"] || over["setting"].as<std::string>().empty())
+      fail("{}: over: 'setting' (a key of 'grid', the x axis) is missing", f);
+    s.over_setting = over["setting"].as<std::string>();
+    s.over_y = text_list(over["y"], f + ": over.y");
+    if (s.over_y.empty()) fail("{}: over: 'y' must list summary.json numbers to draw", f);
+    s.over_log_x = over["log_x"] && over["log_x"].as<bool>();
   }
   if (root["seed_key"]) s.seed_key = root["seed_key"].as<std::string>();
   if (root["reference_source"]) s.reference_source = root["reference_source"].as<std::string>();
@@ -180,6 +196,30 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
           expanded.push_back(std::move(a));
         }
       arms = std::move(expanded);
+    }
+  }
+  if (!s.over_setting.empty()) {
+    if (!root["grid"] || !root["grid"][s.over_setting])
+      fail("{}: over.setting '{}' is not a key of 'grid' (its values are the x axis)", f, s.over_setting);
+    for (SweepArm& arm : arms) {
+      // The grid appended "<setting>=<value>" to the name and the setting to `set`.
+      const std::string part = s.over_setting + "=";
+      std::string value, family;
+      for (const auto& [k, v] : arm.set)
+        if (k == s.over_setting) value = v;
+      std::stringstream words(arm.name);
+      for (std::string word; std::getline(words, word, ',');)
+        if (word != part + value) family += (family.empty() ? "" : ",") + word;
+      arm.family = family.empty() ? "base" : family;
+      try {
+        size_t used = 0;
+        arm.over_x = std::stod(value, &used);
+        if (used != value.size()) throw std::invalid_argument(value);
+      } catch (const std::exception&) {
+        fail("{}: grid.{} value '{}' is not a number (over.setting draws it on the x axis)", f, s.over_setting, value);
+      }
+      if (s.over_log_x && !(arm.over_x > 0))
+        fail("{}: grid.{} value '{}' cannot go on a log x axis (over.log_x needs values > 0)", f, s.over_setting, value);
     }
   }
   s.arms = std::move(arms);

@@ -20,6 +20,10 @@
 //   grid: {model.span: [false, true]}     # optional: every arm x every combination of values
 //   comparisons:                          # Welch t-tests, effect = mean(b) - mean(a)
 //     - {name: "2-D vs 1-D", a: 1d_siren, b: 2d_siren, reference_effect: 0.0722, reference_p: 0.001}
+//   over: {setting: model.max_span, y: [val_bpc, span_avg], log_x: true}
+//                                         # optional: summary.json numbers against one grid
+//                                         # setting (numbers), one table and figure panel per y,
+//                                         # one line per arm (e.g. fixed vs adaptive span over S)
 //   reference_source: "thesis Tables 5-7" # what the reference numbers are
 //   ranks: 2                              # optional: every run data-parallel, as `mpirun -np 2 app ...`
 //   launcher: [srun, -n, 4]               # optional, instead of ranks: the command put before the app
@@ -52,6 +56,10 @@ struct SweepArm {
   std::vector<std::filesystem::path> configs;  // resolved presets, after the base ones
   KeyValues set;                               // after the sweep's `set`
   std::optional<ArmStats> reference;
+  // With `over`: the arm's name without the over setting's value (its line in the figure), and
+  // that value (its x).
+  std::string family;
+  double over_x = 0;
 };
 
 struct SweepComparison {
@@ -71,6 +79,9 @@ struct SweepSpec {
   bool higher_is_better = true;
   std::string curve_x, curve_y;
   bool curve_log_y = false;  // the curves' y axis on a log scale (a perplexity from 10^5 to 4)
+  std::string over_setting;         // `over`: a grid setting with numeric values ("" without)
+  std::vector<std::string> over_y;  // summary.json numbers drawn and tabled against it
+  bool over_log_x = false;
   std::string seed_key = "seed";
   std::vector<int64_t> seeds;
   std::vector<SweepArm> arms;  // grid already expanded

@@ -1,6 +1,7 @@
 // The results of a sweep (see sweep_report.h).
 #include "apps/common/sweep_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -67,6 +68,101 @@ void draw_curves(const SweepSpec& spec, const std::vector<RunResult>& results) {
   fig.save_png(spec.out / "figures" / "curves.png");
 }
 
+// The over.y numbers per arm family and over.setting value: {family: {x: {key: values}}}, the
+// families in the arms' order.
+struct OverValues {
+  std::vector<std::string> families;
+  std::map<std::string, std::map<double, std::map<std::string, std::vector<double>>>> values;
+};
+
+OverValues over_values(const SweepSpec& spec, const std::vector<RunResult>& results) {
+  OverValues out;
+  for (const SweepArm& arm : spec.arms) {
+    if (std::find(out.families.begin(), out.families.end(), arm.family) == out.families.end())
+      out.families.push_back(arm.family);
+    auto& at_x = out.values[arm.family][arm.over_x];
+    for (const std::string& key : spec.over_y) at_x[key];  // a value with no finished run yet: an empty cell
+  }
+  for (const RunResult& r : results) {
+    const SweepArm& arm = spec.arms[r.run.arm];
+    for (const auto& [key, v] : r.numbers) out.values[arm.family][arm.over_x][key].push_back(v);
+  }
+  return out;
+}
+
+std::string over_cell(const std::vector<double>& values) {
+  if (values.empty()) return "-";
+  const ArmStats s = arm_stats(values);
+  if (s.n == 1) return fmt::format("{:.5g} (1)", s.mean);
+  return fmt::format("{:.5g} ± {:.2g} ({})", s.mean, s.sd, s.n);
+}
+
+// results.md's tables and over.csv: one table per over.y number, a row per family, a column per
+// setting value.
+void write_over_tables(const SweepSpec& spec, const OverValues& over, std::string& md) {
+  std::vector<double> xs;
+  for (const auto& [family, at_x] : over.values)
+    for (const auto& entry : at_x)
+      if (std::find(xs.begin(), xs.end(), entry.first) == xs.end()) xs.push_back(entry.first);
+  std::sort(xs.begin(), xs.end());
+  std::string csv = "family," + csv_field(spec.over_setting) + ",number,n,mean,sd,values\n";
+  for (const std::string& key : spec.over_y) {
+    md += fmt::format("\n`{}` against `{}` (mean ± sd over seeds, and n):\n\n| arm |", key, spec.over_setting);
+    for (double x : xs) md += fmt::format(" {} = {:g} |", spec.over_setting, x);
+    md += "\n|---|";
+    for (size_t i = 0; i < xs.size(); ++i) md += "---|";
+    md += "\n";
+    for (const std::string& family : over.families) {
+      md += "| " + family + " |";
+      const auto& at_x = over.values.at(family);
+      for (double x : xs) {
+        const auto it = at_x.find(x);
+        const std::vector<double> values = it == at_x.end() ? std::vector<double>{} : it->second.at(key);
+        md += " " + over_cell(values) + " |";
+        if (it == at_x.end()) continue;
+        const ArmStats s = arm_stats(values);
+        std::vector<std::string> raw;
+        for (double v : values) raw.push_back(fmt::format("{}", v));
+        csv += fmt::format("{},{},{},{},{},{},{}\n", csv_field(family), x, csv_field(key), s.n, s.n ? fmt::format("{}", s.mean) : "",
+                           s.n > 1 ? fmt::format("{}", s.sd) : "", csv_field(fmt::format("{}", fmt::join(raw, ";"))));
+      }
+      md += "\n";
+    }
+  }
+  write_file_atomically(spec.out / "over.csv", csv);
+}
+
+// figures/over.png: a panel per over.y number against the setting; a line through each family's
+// means, a dot per seed.
+void draw_over(const SweepSpec& spec, const OverValues& over) {
+  const int panels = static_cast<int>(spec.over_y.size());
+  Figure fig(1, panels, 460, 400, fmt::format("{} against {} (lines: mean over seeds; dots: each seed)", spec.title, spec.over_setting));
+  for (int p = 0; p < panels; ++p) {
+    const std::string& key = spec.over_y[static_cast<size_t>(p)];
+    std::vector<Series> series;
+    for (size_t f = 0; f < over.families.size(); ++f) {
+      const std::string& family = over.families[f];
+      Series mean{family, {}, {}, palette(static_cast<int>(f)), 2.5, 3.5};
+      for (const auto& [x, numbers] : over.values.at(family)) {
+        const std::vector<double>& values = numbers.at(key);
+        if (values.empty()) continue;
+        mean.xs.push_back(x);
+        mean.ys.push_back(arm_stats(values).mean);
+        for (double v : values) series.push_back({"", {x}, {v}, palette(static_cast<int>(f)), 1.0, 2.0});
+      }
+      series.push_back(std::move(mean));
+    }
+    LinePlotOptions o;
+    o.title = key;
+    o.x_label = spec.over_setting;
+    o.y_label = key;
+    o.log_x = spec.over_log_x;
+    o.legend = p == 0;
+    draw_line_plot(fig.canvas(), fig.panel(0, p), series, o);
+  }
+  fig.save_png(spec.out / "figures" / "over.png");
+}
+
 }  // namespace
 
 std::vector<RunResult> collect_results(const SweepSpec& spec, const std::vector<SweepRun>& runs,
@@ -79,6 +175,11 @@ std::vector<RunResult> collect_results(const SweepSpec& spec, const std::vector<
       if (!summary.contains(spec.metric) || !summary[spec.metric].is_number())
         fail("{}: no number '{}' in summary.json (the sweep's metric)", run.dir.string(), spec.metric);
       r.value = summary[spec.metric].get<double>();
+      for (const std::string& key : spec.over_y) {
+        if (!summary.contains(key) || !summary[key].is_number())
+          fail("{}: no number '{}' in summary.json (the sweep's over.y)", run.dir.string(), key);
+        r.numbers[key] = summary[key].get<double>();
+      }
       r.status = "finished";
     } else if (failures.count(run.dir.string())) {
       r.status = "failed: " + failures.at(run.dir.string());
@@ -173,10 +274,12 @@ void write_sweep_report(const SweepSpec& spec, const std::vector<RunResult>& res
   for (const auto& r : results)
     runs += fmt::format("{},{},{},{},{}\n", csv_field(spec.arms[r.run.arm].name), r.run.seed, csv_field(r.status),
                         r.value ? fmt::format("{}", *r.value) : "", csv_field(r.run.dir.string()));
+  if (!spec.over_setting.empty()) write_over_tables(spec, over_values(spec, results), md);
   write_file_atomically(spec.out / "results.md", md);
   write_file_atomically(spec.out / "results.csv", csv);
   write_file_atomically(spec.out / "runs.csv", runs);
   draw_curves(spec, results);
+  if (!spec.over_setting.empty()) draw_over(spec, over_values(spec, results));
 }
 
 }  // namespace posgrad::apps

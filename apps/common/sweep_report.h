@@ -8,6 +8,9 @@
 //   runs.csv      one row per run: arm, seed, status, metric value, run folder
 //   figures/curves.png (+ .svg)   the learning curve (curve.y over curve.x from metrics.jsonl)
 //                 of every run, one colour per arm, the arm's mean over seeds thick
+//   with `over`:  results.md and over.csv add, per over.y number, its mean, sd and n per arm
+//                 family and over.setting value; figures/over.png (+ .svg) one panel per number
+//                 against the setting, a line per family (the means) and a dot per seed
 //
 // Deliberately does not: run anything (sweep.h), or choose which comparisons matter.
 #pragma once
@@ -25,6 +28,7 @@ struct RunResult {
   std::string status;  // finished | interrupted | not started | failed: <why>
   std::optional<double> value;
   std::vector<double> curve_x, curve_y;
+  std::map<std::string, double> numbers;  // the over.y numbers of a finished run
 };
 
 std::vector<RunResult> collect_results(const SweepSpec& spec, const std::vector<SweepRun>& runs,

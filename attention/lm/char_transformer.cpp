@@ -338,6 +338,11 @@ double CharTransformer::attention_flops_share(int64_t segment) const {
   return computed / (static_cast<double>(layers_.size()) * M * (S + M));
 }
 
+double CharTransformer::flops_per_token() const {
+  const double D = static_cast<double>(config_.attention.width), ff = static_cast<double>(config_.ff_width);
+  return static_cast<double>(layers_.size()) * (4 * D * D + 2 * D * ff + 2 * D * average_span());
+}
+
 std::vector<std::pair<std::string, std::string>> CharTransformer::renamed_state() const {
   // The older layer kept its scheme's state under attn.<name> (its own transformer_xl: u, v,
   // w_kr.weight) or attn.positional.<name> (a registered scheme), and the span as attn.span.

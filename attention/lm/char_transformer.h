@@ -200,6 +200,10 @@ class CharTransformer : public Module {
   // segment with [S cache rows; segment] that a PyTorch user writes (M (S + M) pairs per head and
   // layer): CharLayer::computed_pairs summed over the layers.
   double attention_flops_share(int64_t segment) const;
+  // The adaptive-span paper's estimate of the work of one predicted token (its Tables 1 and 2,
+  // "#FLOPS", multiply-accumulates; spec section 4): layers (4 D^2 + 2 D d_ff + 2 D avg), avg the
+  // average_span() above (S without a span).
+  double flops_per_token() const;
 
   // (old name, current name) of every parameter and buffer the older SegmentAttention model
   // saved under another name; upgrade_state renames them (and adds the frozen rope's theta,

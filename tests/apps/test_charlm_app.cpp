@@ -377,12 +377,45 @@ BOOST_AUTO_TEST_CASE(dynamic_span_trains_and_its_span_loss_enters_the_loss) {
   BOOST_TEST(run("sample --checkpoint " + penalised.string() + " --tokens 20", log) == 0, read_text(log));
   BOOST_TEST(run("eval " + penalised.string(), log) == 0, read_text(log));
 
+  // charlm spans (Figure 5): z_t along 37 characters of the validation split (blocks of 16, 16
+  // and 5), with the mean at word starts; the penalised run's spans are the shorter ones.
+  auto spans_mean = [&](const fs::path& run_dir, int offset) {
+    const fs::path figure = run_dir / "figures" / "text_spans.png";
+    BOOST_REQUIRE_MESSAGE(run("spans " + run_dir.string() + " --chars 37 --offset " + std::to_string(offset) + " --figure " +
+                                  figure.string(), log) == 0,
+                          read_text(log));
+    const std::string text = read_text(log);
+    BOOST_TEST(text.find("37 characters of the validation split of text.txt from offset " + std::to_string(offset)) !=
+                   std::string::npos, text);
+    BOOST_TEST(text.find("at the first letter of a word") != std::string::npos, text);
+    BOOST_TEST(fs::file_size(figure) > 1000u);
+    const auto at = text.find("mean z_t ");
+    BOOST_REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + 9));
+  };
+  const double spans_free = spans_mean(free, 0), spans_penalised = spans_mean(penalised, 5);
+  BOOST_TEST(spans_penalised < spans_free - 4.0);
+  BOOST_TEST(spans_penalised > 0.0);
+  BOOST_TEST(run("spans " + penalised.string() + " --text 'to be or not'", log) == 0, read_text(log));
+  BOOST_TEST(read_text(log).find("on the given text: mean z_t") != std::string::npos, read_text(log));
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {" --offset 100000", "--offset 100000 + --chars 256 is past the end of the validation split"},
+           {" --text 'to be?'", "--text"},
+           {" --chars 0", "--chars"}}) {
+    BOOST_TEST(run("spans " + penalised.string() + args, log) != 0, args);
+    const std::string text = read_text(log);
+    BOOST_TEST(text.rfind("charlm: error: ", 0) == 0u, args << ":\n" << text);  // one error line first (a usage
+    BOOST_TEST(text.find(expected) < text.find('\n'), args << ": expected '" << expected << "' in:\n" << text);  // hint may follow)
+  }
+
   // The old switch: model.adaptive_span=false is span none (every head sees S).
   const fs::path old = tmp.path() / "old";
   BOOST_TEST(run("train " + tiny(data) + " -Dtrain.steps=2 -Dmodel.adaptive_span=false --out " + old.string(), log) == 0,
              read_text(log));
   BOOST_TEST(read_text(old / "config.yaml").find("span: none") != std::string::npos, read_text(old / "config.yaml"));
   BOOST_TEST(nlohmann::json::parse(read_text(old / "summary.json")).at("span_avg").get<double>() == 32.0);
+  BOOST_TEST(run("spans " + old.string(), log) == 1);
+  BOOST_TEST(read_text(log).find("has model.span = none, not dynamic_span") != std::string::npos, read_text(log));
 
   // Bad spans: one error line naming what is wrong.
   for (const auto& [setting, expected] : std::vector<std::pair<std::string, std::string>>{

@@ -183,6 +183,32 @@ BOOST_AUTO_TEST_CASE(log_axis_spans_decades_and_skips_non_positive_values) {
   BOOST_CHECK_THROW(draw_line_plot(c, c.bounds(), {Series{"bad", {1, 2}, {1}, std::nullopt}}, o), posgrad::Error);
 }
 
+BOOST_AUTO_TEST_CASE(log_x_axis_spaces_doublings_evenly) {
+  // A quantity against a span limit S = 64 .. 1024: each doubling is the same width on a log x axis.
+  Canvas c(500, 350, colors::white);
+  const Color blue{0, 0, 200};
+  const std::vector<double> spans{64, 128, 256, 512, 1024, 0};  // 0 cannot be placed: skipped
+  Series s{"bpc", spans, {2.4, 2.3, 2.25, 2.2, 2.18, 2.0}, blue};
+  s.marker_radius = 3;
+  LinePlotOptions o;
+  o.log_x = true;
+  const PlotLayout l = draw_line_plot(c, c.bounds(), {s}, o);
+  BOOST_TEST(l.log_x);
+  BOOST_TEST(!l.log_y);
+  BOOST_TEST(l.x_lo <= std::log10(64.0));
+  BOOST_TEST(l.x_hi >= std::log10(1024.0));
+  BOOST_TEST(std::isnan(l.x_to_px(0.0)));
+  BOOST_TEST(l.x_to_px(128) - l.x_to_px(64) == l.x_to_px(1024) - l.x_to_px(512), boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(l.y_lo > 2.1);  // the skipped point (y = 2.0) does not widen the y range
+  const PngPixels p = PngPixels::render(c);
+  for (double x : {64.0, 1024.0})  // both ends drawn
+    BOOST_TEST(p.count({static_cast<int>(l.x_to_px(x)) - 3, l.plot.y, 7, l.plot.h}, blue) > 0);
+  o.x_min = -1.0;
+  BOOST_CHECK_EXCEPTION(draw_line_plot(c, c.bounds(), {s}, o), posgrad::Error, [](const posgrad::Error& e) {
+    return std::string(e.what()).find("log x axis needs x_min and x_max > 0") != std::string::npos;
+  });
+}
+
 BOOST_AUTO_TEST_CASE(figure_grid) {
   Figure f(2, 3, 100, 80, "title");
   BOOST_TEST(f.canvas().width() == 300);

@@ -262,6 +262,76 @@ BOOST_AUTO_TEST_CASE(bad_sweep_files_are_named) {
   BOOST_TEST(plan_sweep(spec).size() == 8u);
 }
 
+// `over`: summary numbers against a grid setting (the adaptive-span paper's Figure 3: bits per
+// character and average span against S for a fixed and an adaptive span): each arm's family and
+// x from the grid, a table per number (mean ± sd (n) per family and value, "-" for no finished
+// run), over.csv, the figure; and a bad `over` named.
+BOOST_AUTO_TEST_CASE(over_tables_a_summary_number_against_a_grid_setting) {
+  TempDir tmp;
+  fs::create_directories(tmp.path());
+  const fs::path f = tmp.path() / "fig3.yaml";
+  std::ofstream(f) << "app: charlm\nseeds: [1, 2]\nmetric: val_bpc\nhigher_is_better: false\n"
+                      "arms:\n  - {name: fixed, set: {model.span: none}}\n  - {name: adaptive}\n"
+                      "grid: {model.max_span: [64, 256, 1024]}\n"
+                      "over: {setting: model.max_span, y: [val_bpc, span_avg], log_x: true}\n";
+  SweepSpec spec = load_sweep(f);
+  spec.out = tmp.path() / "out";
+  BOOST_REQUIRE(spec.arms.size() == 6u);
+  BOOST_TEST(spec.over_setting == "model.max_span");
+  BOOST_TEST(spec.over_log_x);
+  BOOST_TEST(spec.arms[2].name == "fixed,model.max_span=1024");
+  BOOST_TEST(spec.arms[2].family == "fixed");
+  BOOST_TEST(spec.arms[2].over_x == 1024.0);
+  BOOST_TEST(spec.arms[3].family == "adaptive");
+  BOOST_TEST(spec.arms[3].over_x == 64.0);
+  // fixed: both seeds at S = 64 and 256, none at 1024; adaptive: one seed at 64.
+  std::vector<RunResult> results;
+  const auto finished = [&](size_t arm, double bpc, double span) {
+    results.push_back({SweepRun{arm, 0, tmp.path()}, "finished", bpc, {}, {}, {{"val_bpc", bpc}, {"span_avg", span}}});
+  };
+  finished(0, 2.4, 64), finished(0, 2.6, 64), finished(1, 2.2, 256), finished(1, 2.3, 256), finished(3, 2.5, 33);
+  results.push_back({SweepRun{2, 0, tmp.path()}, "not started", std::nullopt, {}, {}, {}});
+  write_sweep_report(spec, results, "");
+  const std::string md = read_text(spec.out / "results.md");
+  BOOST_TEST(md.find("`val_bpc` against `model.max_span`") != std::string::npos, md);
+  BOOST_TEST(md.find("| arm | model.max_span = 64 | model.max_span = 256 | model.max_span = 1024 |") != std::string::npos, md);
+  // sd of {2.4, 2.6} = 0.1414; of {2.2, 2.3} = 0.07071.
+  BOOST_TEST(md.find("| fixed | 2.5 ± 0.14 (2) | 2.25 ± 0.071 (2) | - |") != std::string::npos, md);
+  BOOST_TEST(md.find("| adaptive | 2.5 (1) | - | - |") != std::string::npos, md);
+  BOOST_TEST(md.find("| fixed | 64 ± 0 (2) | 256 ± 0 (2) | - |") != std::string::npos, md);
+  const std::string csv = read_text(spec.out / "over.csv");
+  BOOST_TEST(csv.find("family,model.max_span,number,n,mean,sd,values\n") == 0u, csv);
+  BOOST_TEST(csv.find("fixed,256,val_bpc,2,2.25,") != std::string::npos, csv);
+  BOOST_TEST(csv.find("adaptive,64,span_avg,1,33,,33\n") != std::string::npos, csv);
+  BOOST_TEST(fs::file_size(spec.out / "figures" / "over.png") > 1000u);
+
+  const auto refused_with = [&](const std::string& over, const std::string& expected) {
+    std::ofstream(f) << "app: charlm\nseeds: [1]\ngrid: {model.max_span: [64, 128], model.span: [none, x]}\n" << over;
+    try {
+      load_sweep(f);
+      BOOST_ERROR("accepted " << over);
+    } catch (const posgrad::Error& e) {
+      BOOST_TEST(std::string(e.what()).find(expected) != std::string::npos, e.what());
+    }
+  };
+  refused_with("over: {setting: train.lr, y: [val_bpc]}\n", "over.setting 'train.lr' is not a key of 'grid'");
+  refused_with("over: {setting: model.span, y: [val_bpc]}\n", "grid.model.span value 'none' is not a number");
+  refused_with("over: {setting: model.max_span}\n", "over: 'y' must list summary.json numbers");
+  refused_with("over: {setting: model.max_span, y: [a], logx: true}\n", "over: unknown key 'logx' (setting, y, log_x)");
+  std::ofstream(f) << "app: charlm\nseeds: [1]\ngrid: {model.max_span: [0, 128]}\nover: {setting: model.max_span, y: [a], log_x: true}\n";
+  BOOST_CHECK_EXCEPTION(load_sweep(f), posgrad::Error, [](const posgrad::Error& e) {
+    return std::string(e.what()).find("value '0' cannot go on a log x axis") != std::string::npos;
+  });
+  // With two grid settings, the family keeps the other one.
+  std::ofstream(f) << "app: charlm\nseeds: [1]\ngrid: {model.max_span: [64, 128], model.span: [none, adaptive_span]}\n"
+                      "over: {setting: model.max_span, y: [val_bpc]}\n";
+  const SweepSpec two = load_sweep(f);
+  BOOST_TEST(two.arms[1].name == "model.max_span=64,model.span=adaptive_span");
+  BOOST_TEST(two.arms[1].family == "model.span=adaptive_span");
+  BOOST_TEST(two.arms[2].family == "model.span=none");
+  BOOST_TEST(two.arms[2].over_x == 128.0);
+}
+
 // A seed or an arm listed twice would count one run twice (n = 2, sd 0) and inflate the Welch
 // test's sample size: each is an error naming the duplicate.
 BOOST_AUTO_TEST_CASE(duplicate_seeds_and_arms_are_refused) {

@@ -564,6 +564,28 @@ BOOST_AUTO_TEST_CASE(computed_pairs_counts_the_path_that_runs) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(flops_per_token_is_the_papers_estimate) {
+  // Without a span every layer attends over S: 2 layers x (4 D^2 + 2 D d_ff + 2 D S) with D = 16,
+  // d_ff = 32, S = 40 (small_config) = 2 x (1024 + 1024 + 1280) = 6,656.
+  CharTransformerConfig c = small_config("key_pe", false);
+  c.attention.span = "none";
+  Generator g(5);
+  CharTransformer none(c, g);
+  BOOST_REQUIRE(none.num_layers() == 2);
+  BOOST_TEST(c.attention.width == 16);
+  BOOST_TEST(c.ff_width == 32);
+  BOOST_TEST(c.attention.max_span == 40);
+  BOOST_TEST(none.flops_per_token() == 6656.0);
+  // With the adaptive span the average span replaces S: per layer ceil(mean_h z) + R, z = c S:
+  // layer 0 z = {5, 10}: ceil(7.5) + 8 = 16; layer 1 z = {0, 2.5}: ceil(1.25) + 8 = 10; average
+  // 13 -> 2 x 2048 + 2 x (2 x 16 x 13) = 4,928 (c exact in binary, so z is too).
+  c.attention.span = "adaptive_span";
+  CharTransformer adaptive(c, g);
+  set_spans(adaptive, {{0.125, 0.25}, {0.0, 0.0625}});
+  BOOST_TEST(adaptive.average_span() == 13.0);
+  BOOST_TEST(adaptive.flops_per_token() == 4928.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(char_transformer_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
