@@ -640,24 +640,25 @@ void span_text_run(CharlmSettings& c, Settings& settings, const JobSettings& job
   std::vector<double> mean_z(static_cast<size_t>(N), 0.0);
   for (const auto& layer : z)
     for (int64_t t = 0; t < N; ++t) mean_z[static_cast<size_t>(t)] += layer[static_cast<size_t>(t)] / static_cast<double>(L);
-  // The paper: the span rises at the start of words. A word start: a letter after a space or a newline.
-  double at_start = 0, elsewhere = 0;
-  int64_t starts = 0;
+  // The paper: the span rises at the start of words. z_t is the span used to predict character
+  // t + 1, so a word start is predicted from a space or newline followed by a letter.
   std::string text;
+  for (int64_t id : ids) text += static_cast<char>(run.vocab.symbol(id));
+  double before_word = 0, elsewhere = 0;
+  int64_t starts = 0;
   for (int64_t t = 0; t < N; ++t) {
-    const auto ch = static_cast<char>(run.vocab.symbol(ids[static_cast<size_t>(t)]));
-    text += ch;
-    const bool start = t > 0 && std::isalpha(static_cast<unsigned char>(ch)) && (text[static_cast<size_t>(t - 1)] == ' ' || text[static_cast<size_t>(t - 1)] == '\n');
-    (start ? at_start : elsewhere) += mean_z[static_cast<size_t>(t)];
+    const auto i = static_cast<size_t>(t);
+    const bool start = t + 1 < N && (text[i] == ' ' || text[i] == '\n') && std::isalpha(static_cast<unsigned char>(text[i + 1]));
+    (start ? before_word : elsewhere) += mean_z[i];
     starts += start;
   }
   std::vector<std::string> layer_means;
   for (const auto& layer : z)
     layer_means.push_back(fmt::format("{:.3f}", std::accumulate(layer.begin(), layer.end(), 0.0) / static_cast<double>(N)));
-  fmt::print("spans of {} ({} checkpoint) on {}: mean z_t {:.3f} characters (per layer: {}); at the first letter of a "
-             "word {} (n = {}), elsewhere {} (n = {})\n",
+  fmt::print("spans of {} ({} checkpoint) on {}: mean z_t {:.3f} characters (per layer: {}); predicting the first "
+             "letter of a word {} (n = {}), elsewhere {} (n = {})\n",
              request.run_dir, request.which, what, std::accumulate(mean_z.begin(), mean_z.end(), 0.0) / static_cast<double>(N),
-             fmt::join(layer_means, ", "), starts ? fmt::format("{:.3f}", at_start / static_cast<double>(starts)) : "-", starts,
+             fmt::join(layer_means, ", "), starts ? fmt::format("{:.3f}", before_word / static_cast<double>(starts)) : "-", starts,
              N > starts ? fmt::format("{:.3f}", elsewhere / static_cast<double>(N - starts)) : "-", N - starts);
   if (!request.figure.empty()) {
     draw_text_spans(text, z, model.config().attention.span_ramp, request.figure);

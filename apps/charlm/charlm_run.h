@@ -88,8 +88,9 @@ void sample_run(CharlmSettings& c, apps::Settings& settings, const apps::JobSett
 // charlm spans: the dynamic span along a passage (the paper's Figure 5). The passage (--text, or
 // --chars characters of the validation split from --offset) goes through the model in blocks of
 // the training segment from a zero cache, one stream; each character's z_t is averaged over the
-// heads of each layer and over the layers. Prints the mean z_t, at the first letter of each word
-// and elsewhere; --figure draws the text coloured by z_t and z_t along it per layer.
+// heads of each layer and over the layers. Prints the mean z_t, where the next character starts a
+// word (z_t is the span that predicts character t + 1: a space or newline before a letter) and
+// elsewhere; --figure draws the text coloured by z_t and z_t along it per layer.
 struct SpanTextRequest {
   std::string run_dir, which = "best", text, figure;
   int64_t offset = 0, chars = 256;

@@ -387,7 +387,7 @@ BOOST_AUTO_TEST_CASE(dynamic_span_trains_and_its_span_loss_enters_the_loss) {
     const std::string text = read_text(log);
     BOOST_TEST(text.find("37 characters of the validation split of text.txt from offset " + std::to_string(offset)) !=
                    std::string::npos, text);
-    BOOST_TEST(text.find("at the first letter of a word") != std::string::npos, text);
+    BOOST_TEST(text.find("predicting the first letter of a word") != std::string::npos, text);
     BOOST_TEST(fs::file_size(figure) > 1000u);
     const auto at = text.find("mean z_t ");
     BOOST_REQUIRE(at != std::string::npos);
