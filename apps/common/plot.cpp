@@ -413,8 +413,9 @@ PlotLayout draw_line_plot(Canvas& canvas, const Rect& area, const std::vector<Se
   if (o.x_max) xhi = *o.x_max;
   if (o.y_min) ylo = *o.y_min;
   if (o.y_max) yhi = *o.y_max;
-  const Axis xa = o.log_x ? log_axis(xlo, xhi, false, false)
-                          : linear_axis(xlo, xhi, false, false);  // a single x value is padded anyway
+  // A linear x axis ends at the data (epochs, steps); a log one, for a few values of a setting
+  // marked by dots, is padded so the end dots are drawn whole. A single x value is padded anyway.
+  const Axis xa = o.log_x ? log_axis(xlo, xhi, !o.x_min, !o.x_max) : linear_axis(xlo, xhi, false, false);
   const Axis ya = o.log_y ? log_axis(ylo, yhi, !o.y_min, !o.y_max) : linear_axis(ylo, yhi, !o.y_min, !o.y_max);
 
   // Layout: title | y label, y ticks, plot | x ticks, x label.
