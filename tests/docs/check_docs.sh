@@ -72,6 +72,7 @@ NOT_RUN=(
   "build/bin/posgrad-sweep configs/posattn/sweeps/2d_vs_1d*|a thesis sweep (5 seeds x 80 epochs at 32x32: a GPU); the sweep test runs a tiny sweep"
   "build/bin/posgrad-sweep configs/cct/*|the quick CCT sweep (21 runs of 1.3 to 3.2 minutes each); the cct_app test trains every scheme preset, the sweep test runs a tiny sweep"
   "build/bin/posgrad-sweep configs/seqtasks/*|a quick sequence-task sweep (21 runs of up to 10 minutes each); the seqtasks_app test trains every scheme preset, the sweep test runs a tiny sweep"
+  "build/bin/charlm spans runs/sweeps/*|needs a dynamic-span run of the Table 3 sweep (runs/ is not in the scratch folder); docs/experiments/charlm.md's charlm spans on the dynamic-span run it trains runs here, and the charlm_app test checks the job"
   "build/bin/posgrad-sweep configs/charlm/*|a charlm sweep (27 runs of 3 to 15 minutes); the charlm_app test trains the presets (the dynamic span included), the sweep test tables and draws a sweep over a grid setting"
   "build/bin/posgrad-sweep configs/treetasks/*|a quick tree-task sweep (runs of up to 10 minutes each); the treetasks_app test trains every scheme preset, the sweep test runs a tiny sweep"
   "build/bin/posgrad-data fetch *|downloads from the internet; test_datasets' fetch suite runs fetch against a local server (tinyshakespeare_from_a_local_server and the failure cases)"
