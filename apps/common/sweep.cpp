@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -163,6 +162,7 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
         fail("{}: arm name '{}' must be non-empty, without spaces or slashes (it names a folder)", where, arm.name);
       arm.configs = presets(a["config"], where + ".config");
       arm.set = key_values(a["set"], where + ".set");
+      arm.family = arm.name;
       if (a["reference"]) {
         ArmStats r;
         r.max = number(a["reference"], "max", where + ".reference").value_or(NAN);
@@ -176,7 +176,7 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
       arms.push_back(std::move(arm));
     }
   }
-  if (arms.empty()) arms.push_back(SweepArm{"base", {}, {}, std::nullopt});
+  if (arms.empty()) arms.push_back(SweepArm{"base", {}, {}, std::nullopt, "base"});
   if (root["grid"]) {
     if (!root["grid"].IsMap()) fail("{}: 'grid' must be a map of setting: [values]", f);
     for (const auto& kv : root["grid"]) {
@@ -191,6 +191,8 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
         for (const auto& v : values) {
           SweepArm a = arm;
           a.name = (arm.name == "base" ? "" : arm.name + ",") + key + "=" + v;
+          // The family (a line of the over figure) names every value but the over setting's.
+          if (key != s.over_setting) a.family = (arm.family == "base" ? "" : arm.family + ",") + key + "=" + v;
           a.set.emplace_back(key, v);
           a.reference.reset();
           expanded.push_back(std::move(a));
@@ -202,15 +204,9 @@ SweepSpec load_sweep(const std::filesystem::path& file) {
     if (!root["grid"] || !root["grid"][s.over_setting])
       fail("{}: over.setting '{}' is not a key of 'grid' (its values are the x axis)", f, s.over_setting);
     for (SweepArm& arm : arms) {
-      // The grid appended "<setting>=<value>" to the name and the setting to `set`.
-      const std::string part = s.over_setting + "=";
-      std::string value, family;
+      std::string value;  // the grid put the setting last into `set`
       for (const auto& [k, v] : arm.set)
         if (k == s.over_setting) value = v;
-      std::stringstream words(arm.name);
-      for (std::string word; std::getline(words, word, ',');)
-        if (word != part + value) family += (family.empty() ? "" : ",") + word;
-      arm.family = family.empty() ? "base" : family;
       try {
         size_t used = 0;
         arm.over_x = std::stod(value, &used);

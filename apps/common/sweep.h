@@ -56,8 +56,8 @@ struct SweepArm {
   std::vector<std::filesystem::path> configs;  // resolved presets, after the base ones
   KeyValues set;                               // after the sweep's `set`
   std::optional<ArmStats> reference;
-  // With `over`: the arm's name without the over setting's value (its line in the figure), and
-  // that value (its x).
+  // The arm's name without the over setting's value (its line in the over figure), and with
+  // `over` that value (its x).
   std::string family;
   double over_x = 0;
 };

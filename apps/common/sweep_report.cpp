@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -274,12 +275,14 @@ void write_sweep_report(const SweepSpec& spec, const std::vector<RunResult>& res
   for (const auto& r : results)
     runs += fmt::format("{},{},{},{},{}\n", csv_field(spec.arms[r.run.arm].name), r.run.seed, csv_field(r.status),
                         r.value ? fmt::format("{}", *r.value) : "", csv_field(r.run.dir.string()));
-  if (!spec.over_setting.empty()) write_over_tables(spec, over_values(spec, results), md);
+  const std::optional<OverValues> over =
+      spec.over_setting.empty() ? std::nullopt : std::optional<OverValues>(over_values(spec, results));
+  if (over) write_over_tables(spec, *over, md);
   write_file_atomically(spec.out / "results.md", md);
   write_file_atomically(spec.out / "results.csv", csv);
   write_file_atomically(spec.out / "runs.csv", runs);
   draw_curves(spec, results);
-  if (!spec.over_setting.empty()) draw_over(spec, over_values(spec, results));
+  if (over) draw_over(spec, *over);
 }
 
 }  // namespace posgrad::apps
