@@ -10,7 +10,7 @@
 //                 [--figure F.png]      (the attention of the last 40 generated characters;
 //                                         the text is written as it is generated)
 //   charlm spans RUN [--chars 256 --offset 0 | --text T] [--figure F.png]
-//                                        the dynamic span z_t along a passage (the paper's
+//                                         the dynamic span z_t along a passage (the paper's
 //                                         Figure 5): its mean at word starts and elsewhere
 // Training follows the paper: contiguous streams (datasets/text_streams.h) with the cache of
 // previous layer inputs carried and zeroed when the data wraps; loss = mean NLL (nats) + span
