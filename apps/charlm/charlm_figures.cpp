@@ -122,16 +122,14 @@ void draw_passage_attention(const std::vector<std::string>& queries,
   fig.save_png(path);
 }
 
-void draw_text_spans(const std::string& text, const std::vector<std::vector<double>>& z, double ramp,
-                     const std::filesystem::path& path) {
+void draw_text_spans(const std::string& text, const std::vector<std::vector<double>>& z,
+                     const std::vector<double>& mean_z, double ramp, const std::filesystem::path& path) {
   const auto n = static_cast<int>(text.size());
   const auto layers = z.size();
-  POSGRAD_CHECK(n > 0 && layers > 0, "draw_text_spans: no text ({} characters) or no layer ({})", n, layers);
-  std::vector<double> position(static_cast<size_t>(n)), mean_z(static_cast<size_t>(n), 0.0);
-  for (int t = 0; t < n; ++t) {
-    position[static_cast<size_t>(t)] = t;
-    for (const auto& layer : z) mean_z[static_cast<size_t>(t)] += layer.at(static_cast<size_t>(t)) / static_cast<double>(layers);
-  }
+  POSGRAD_CHECK(n > 0 && layers > 0 && mean_z.size() == text.size(),
+                "draw_text_spans: {} characters, {} layers and {} mean spans", n, layers, mean_z.size());
+  std::vector<double> position(static_cast<size_t>(n));
+  for (int t = 0; t < n; ++t) position[static_cast<size_t>(t)] = t;
   // The text in rows of 64 characters, each cell coloured by the mean z_t.
   constexpr int kPerRow = 64;
   const int rows = (n + kPerRow - 1) / kPerRow;

@@ -39,8 +39,8 @@ void draw_passage_attention(const std::vector<std::string>& queries,
                             const std::vector<int64_t>& windows, int64_t max_distance, const std::filesystem::path& path);
 
 // text: the passage (bytes); z[l][t]: layer l's z_t at character t, averaged over the heads;
-// ramp: R (named in the title: the mask reaches z_t + R).
-void draw_text_spans(const std::string& text, const std::vector<std::vector<double>>& z, double ramp,
-                     const std::filesystem::path& path);
+// mean_z[t]: z[.][t] averaged over the layers; ramp: R (named in the title: the mask reaches z_t + R).
+void draw_text_spans(const std::string& text, const std::vector<std::vector<double>>& z,
+                     const std::vector<double>& mean_z, double ramp, const std::filesystem::path& path);
 
 }  // namespace posgrad::charlm

@@ -661,7 +661,7 @@ void span_text_run(CharlmSettings& c, Settings& settings, const JobSettings& job
              fmt::join(layer_means, ", "), starts ? fmt::format("{:.3f}", before_word / static_cast<double>(starts)) : "-", starts,
              N > starts ? fmt::format("{:.3f}", elsewhere / static_cast<double>(N - starts)) : "-", N - starts);
   if (!request.figure.empty()) {
-    draw_text_spans(text, z, model.config().attention.span_ramp, request.figure);
+    draw_text_spans(text, z, mean_z, model.config().attention.span_ramp, request.figure);
     fmt::print(stderr, "figure: {}\n", request.figure);
   }
 }
