@@ -10,6 +10,7 @@
 #include "attention/transformer_classifier.h"
 #include "datasets/datasets.h"
 #include "nn/nn.h"
+#include "tensor/autocast.h"
 #include "tensor/ops.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"

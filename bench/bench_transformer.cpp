@@ -4,6 +4,10 @@
 //
 // Usage: bench_transformer [--batch 32] [--tokens 256] [--width 128] [--heads 4] [--ff 512]
 //                          [--layers 4] [--reps 5] [--warmup 2] [--device cpu|cuda] [--no-torch]
+//                          [--autocast none|bf16]
+// --autocast bf16 runs the step inside an AutocastBf16 scope (tensor/autocast.h: bf16 tensor cores
+// on a GPU; on the CPU the operands' rounding costs time and saves none) and the twin inside
+// torch.autocast(dtype=torch.bfloat16).
 // Steps are timed with DeviceTimer (CUDA events on a GPU, as the twin does; the host clock on the CPU);
 // a GPU-sized run is e.g. --device cuda --batch 64 --tokens 512 --width 256 --heads 8 --ff 1024
 // --layers 6.
@@ -31,9 +35,9 @@ using namespace posgrad;
 
 namespace {
 // The twin's median in ms, or a negative number when it could not run (its output says why).
-double run_torch(const std::map<std::string, int64_t>& a, int threads, const Device& device,
+double run_torch(const std::map<std::string, int64_t>& a, int threads, const Device& device, const std::string& autocast,
                  bench::TwinRun& run) {
-  std::string args = fmt::format("--device {}", device.is_cpu() ? "cpu" : "cuda");
+  std::string args = fmt::format("--device {} --autocast {}", device.is_cpu() ? "cpu" : "cuda", autocast);
   for (const auto& [k, v] : a) args += fmt::format(" --{} {}", k, v);
   run = bench::run_torch_twin("transformer_torch.py", args, threads);
   const auto at = run.output.find("\"median_ms\": ");
@@ -46,13 +50,14 @@ int main(int argc, char** argv) try {
                                    {"ff", 512},   {"layers", 4},   {"reps", 5},    {"warmup", 2},
                                    {"classes", 10}, {"vocab", 256}};
   bool no_torch = false;
-  std::string device_name = "cpu";
+  std::string device_name = "cpu", autocast = "none";
   bench::CommandLine cli("bench_transformer", "Times one training step of the transformer classifier against its PyTorch twin",
                          bench::CommandLine::kLaterOptionsWin);
   bench::add_integer_options(cli.options(), a);
   cli.options()
       .text("--device", device_name, "cpu, cuda or cuda:N")
-      .flag("--no-torch", no_torch, "skip the PyTorch twin");
+      .flag("--no-torch", no_torch, "skip the PyTorch twin")
+      .choice("--autocast", autocast, {"none", "bf16"}, "none, or bf16: matmuls multiply bf16 operands (tensor/autocast.h)");
   if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   const bool torch = !no_torch;
   const Device device = apps::usable_device(device_name);  // a clear error without a GPU
@@ -79,6 +84,7 @@ int main(int argc, char** argv) try {
   Tensor labels = clamp(mul_scalar(uniform({a["batch"]}, 0, 1, data_gen), double(a["classes"])), 0, double(a["classes"] - 1)).to(kInt64).to(device);
 
   auto step = [&] {
+    AutocastBf16 scope(autocast == "bf16");
     opt.zero_grad();
     Variable loss = cross_entropy(model.forward(tokens), labels);
     loss.backward();
@@ -98,8 +104,8 @@ int main(int argc, char** argv) try {
   const CpuMemoryStats memory = cpu_memory_stats();
   std::sort(runs.begin(), runs.end());
   const double ours = runs[runs.size() / 2];
-  fmt::print("transformer training step  B={} N={} D={} H={} ff={} L={}  device={} threads={}\n", a["batch"],
-             a["tokens"], a["width"], a["heads"], a["ff"], a["layers"], device.str(), threads);
+  fmt::print("transformer training step  B={} N={} D={} H={} ff={} L={}  device={} threads={} autocast={}\n",
+             a["batch"], a["tokens"], a["width"], a["heads"], a["ff"], a["layers"], device.str(), threads, autocast);
   fmt::print("  posgrad median {:.1f} ms  (runs: {:.1f})\n", ours, fmt::join(runs, ", "));
   fmt::print("  host allocator over the timed steps: {} system allocations, {} cache hits; peak in use "
              "{:.0f} MiB\n", memory.system_allocs - memory_before.system_allocs,
@@ -107,7 +113,7 @@ int main(int argc, char** argv) try {
   if (torch) {
     std::map<std::string, int64_t> ta = a;
     bench::TwinRun run;
-    const double theirs = run_torch(ta, threads, device, run);
+    const double theirs = run_torch(ta, threads, device, autocast, run);
     if (theirs < 0) {
       fmt::print("  PyTorch twin unavailable (needs python3 with torch: scripts/install_deps.sh --bench, or "
                  "POSGRAD_PYTHON): {}\n{}\n", run.command, run.tail());

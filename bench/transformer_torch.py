@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """PyTorch twin of bench_transformer: one training step (forward, cross-entropy, backward, AdamW)
 of the same transformer classifier (tools/golden_transformer.py's model), on the same threads or
-GPU (--device cuda: timed with CUDA events, TF32 off like posgrad's default).
+GPU (--device cuda: timed with CUDA events, TF32 off like posgrad's default); --autocast bf16
+runs the forward and loss inside torch.autocast(dtype=torch.bfloat16), as bench_transformer's
+--autocast bf16 runs its step inside an AutocastBf16 scope.
 Prints one JSON line: {"median_ms": ..., "runs_ms": [...]}."""
 import argparse
 import json
@@ -23,6 +25,7 @@ def main():
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--activation", default="gelu")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--autocast", default="none", choices=["none", "bf16"])
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -40,7 +43,8 @@ def main():
 
     def step():
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(tokens, pad), labels)
+        with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+            loss = torch.nn.functional.cross_entropy(model(tokens, pad), labels)
         loss.backward()
         opt.step()
 
@@ -61,7 +65,7 @@ def main():
             runs.append((time.perf_counter() - t0) * 1e3)
     runs.sort()
     print(json.dumps({"median_ms": runs[len(runs) // 2], "runs_ms": runs, "threads": a.threads,
-                      "torch": torch.__version__}))
+                      "autocast": a.autocast, "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@
 #          PyTorch files on CUDA, every positional scheme, the char LM and checkpoint resume on
 #          the GPU, count24 on the GPU, the NCCL engine as one rank where the build has NCCL)
 #   bench  the GPU benchmarks against their PyTorch twins on the same GPU: matmul, the
-#          transformer step, the posattn thesis step (2-D SIREN + span t=0.1, B 20, 32x32), the
-#          charlm step at the shakespeare_gpu size
+#          transformer step (float32, then under bf16 autocast), the posattn thesis step (2-D
+#          SIREN + span t=0.1, B 20, 32x32), the charlm step at the shakespeare_gpu size
 #   apps   the apps on the GPU: one epoch of the posattn thesis model (2-D SIREN + span t=0.1) on
 #          the bundle's CIFAR-10 batch (data.train_batches=1: 8,000 training and 2,000 validation
 #          images; the 80-epoch time on all 40,000 is extrapolated from its time per image), then
@@ -193,6 +193,10 @@ if wants bench || wants smoke; then
       step "bench_transformer run $run" "$log" run_posgrad "$bin/bench_transformer" --device cuda --batch 64 --tokens 512 \
         --width 256 --heads 8 --ff 1024 --layers 6 --reps 10 --warmup 3
     done
+    for run in 1 2; do  # bf16 autocast (tensor/autocast.h) against the twin's torch.autocast
+      step "bench_transformer bf16 run $run" "$log" run_posgrad "$bin/bench_transformer" --device cuda --batch 64 \
+        --tokens 512 --width 256 --heads 8 --ff 1024 --layers 6 --reps 10 --warmup 3 --autocast bf16
+    done
     for run in 1 2 3; do
       step "bench_posattn_step run $run" "$log" run_posgrad "$bin/bench_posattn_step" --device cuda --batch 20 --side 32 \
         --dims 2 --span 1 --reps 10 --warmup 3 --twins both --twin-reps 10 --twin-warmup 3
@@ -204,6 +208,8 @@ if wants bench || wants smoke; then
   else
     step bench_transformer "$log" run_posgrad "$bin/bench_transformer" --device cpu --batch 2 --tokens 16 --width 16 \
       --heads 2 --ff 32 --layers 1 --reps 1 --warmup 1
+    step "bench_transformer bf16" "$log" run_posgrad "$bin/bench_transformer" --device cpu --batch 2 --tokens 16 \
+      --width 16 --heads 2 --ff 32 --layers 1 --reps 1 --warmup 1 --autocast bf16
     step bench_posattn_step "$log" run_posgrad "$bin/bench_posattn_step" --device cpu --batch 1 --side 8 --dims 2 --span 1 \
       --reps 1 --warmup 1 --twins both --twin-reps 1 --twin-warmup 1
     step bench_charlm_step "$log" run_posgrad "$bin/bench_charlm_step" --device cpu --batch 2 --segment 16 --max-span 32 \

@@ -1,8 +1,11 @@
 // CPU batched matmul: out[b] = a[b] @ b[b] for each batch b. Each matrix may be row-major or
 // transposed (column-major) with any leading dimension; that becomes a GEMM transpose flag, so
 // transposed views never get copied. Small matrices in large batches are parallelised over the
-// batch (GEMM then runs single-threaded inside); big ones let GEMM use every thread.
+// batch (GEMM then runs single-threaded inside); big ones let GEMM use every thread. Under bf16
+// autocast (tensor/autocast.h) float32 operands are first rounded to bf16 copies.
 #include <algorithm>
+
+#include "tensor/autocast.h"
 
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/gemm.h"
@@ -12,7 +15,8 @@
 namespace posgrad::cpu {
 
 void CpuBackend::matmul(const Tensor& a_in, const Tensor& b_in, Tensor& out) {
-  Tensor a = a_in, b = b_in;
+  const bool bf16 = a_in.dtype() == kFloat32 && autocast_bf16();
+  Tensor a = bf16 ? rounded_to_bf16(a_in) : a_in, b = bf16 ? rounded_to_bf16(b_in) : b_in;
   const MatrixLayout la = gemm_operand(a), lb = gemm_operand(b);
   const int64_t batch = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
   dispatch_float(a.dtype(), "matmul", [&]<typename T>() {

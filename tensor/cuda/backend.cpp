@@ -3,13 +3,15 @@
 // on the device's stream. Copies between host and device go through cudaMemcpyAsync (the CPU
 // backend does any host-side stride or dtype work). The host waits only for device-to-host
 // copies, index bounds checks and int64 division by zero. Matmul: cuBLAS strided-batched GEMM
-// with the transposes read off the strides; TF32 only when set_cuda_allow_tf32(true).
+// with the transposes read off the strides; TF32 only when set_cuda_allow_tf32(true), bf16
+// tensor cores inside an AutocastBf16 scope (tensor/autocast.h).
 #include "tensor/cuda/cuda_backend.h"
 
 #include <algorithm>
 #include <array>
 #include <climits>
 
+#include "tensor/autocast.h"
 #include "tensor/cuda/allocator.h"
 #include "tensor/cuda/context.h"
 #include "tensor/cuda/gemm_plan.h"
@@ -215,7 +217,10 @@ void CudaBackend::matmul(const Tensor& a_in, const Tensor& b_in, Tensor& out) {
   cublasHandle_t handle = cublas_handle(ctx);
   if (a.dtype() == kFloat32) {
     const float alpha = 1.0f, beta = 0.0f;
-    const cublasComputeType_t compute = cuda_allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    // bf16 autocast (tensor/autocast.h): cuBLAS converts the operands and runs bf16 tensor cores.
+    const cublasComputeType_t compute = autocast_bf16()       ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                        : cuda_allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                            : CUBLAS_COMPUTE_32F;
     POSGRAD_CUBLAS_CHECK("matmul", cublasGemmStridedBatchedEx(
         handle, op_a, op_b, m, n, k, &alpha, b.raw_data(), CUDA_R_32F, lda, stride_a, a.raw_data(),
         CUDA_R_32F, ldb, stride_b, &beta, out.raw_data(), CUDA_R_32F, ldc, stride_c, count, compute,
