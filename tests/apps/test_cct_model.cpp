@@ -1,6 +1,7 @@
 // The CCT model (apps/cct/cct_model.h) against its PyTorch twin (tools/golden_cct.py ->
 // tests/golden/cct_*.safetensors): logits, the label-smoothed loss, every parameter's gradient
-// and three AdamW steps, for each positional scheme of Table 2(c) and for pre-LN; the token grid
+// and three AdamW steps, for each positional scheme of Table 2(c) and for pre-LN, on the CPU and
+// (where there is one) on the GPU; the token grid
 // of the paper's geometry; the tokenizer's bad-input errors; DropPath's schedule over layers.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -13,6 +14,7 @@
 #include "apps/cct/sinusoidal_grid.h"
 #include "nn/nn.h"
 #include "posgrad.h"
+#include "tests/device_support.h"
 #include "tests/golden_compare.h"
 #include "tests/test_support.h"
 
@@ -44,22 +46,20 @@ CctConfig small_config(const nlohmann::json& cfg) {
   return c;
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_SUITE(cct_model)
-
-BOOST_DATA_TEST_CASE(golden_pytorch, bdata::make(kGoldenCases), name) {
+// Golden file `name` on `device` (the values come back to the CPU for the comparisons).
+void check_golden_cct(const std::string& name, Device device) {
   const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/" + name + ".safetensors");
   const auto cfg = nlohmann::json::parse(golden.metadata.at("config"));
   Generator gen(1);
   CctModel model(small_config(cfg), gen);
   model.to(kFloat64);
+  model.to(device);
   for (auto& [pname, p] : model.named_parameters()) {
     BOOST_REQUIRE_MESSAGE(golden.contains("param." + pname), "no golden parameter " << pname);
-    p.mutable_value().copy_(golden.at("param." + pname));
+    p.mutable_value().copy_(golden.at("param." + pname).to(device));
   }
   BOOST_TEST(model.named_parameters().size() * 2 + 5 == golden.tensors.size());  // param + grad each, and 5 more
-  const Tensor images = golden.at("images"), labels = golden.at("labels");
+  const Tensor images = golden.at("images").to(device), labels = golden.at("labels").to(device);
   const double smoothing = cfg["smoothing"];
   Variable logits = model.forward(images);
   test::expect_close("logits", logits.value(), golden.at("logits"), 1e-10, 1e-8);
@@ -70,7 +70,7 @@ BOOST_DATA_TEST_CASE(golden_pytorch, bdata::make(kGoldenCases), name) {
   for (auto& [pname, p] : model.named_parameters())
     test::expect_close("grad." + pname, p.grad(), golden.at("grad." + pname), 1e-9, 1e-6);
   // Three AdamW steps from the same start (fresh gradients).
-  for (auto& [pname, p] : model.named_parameters()) p.mutable_value().copy_(golden.at("param." + pname));
+  for (auto& [pname, p] : model.named_parameters()) p.mutable_value().copy_(golden.at("param." + pname).to(device));
   AdamW opt(model.parameters(), {.lr = cfg["lr"], .weight_decay = cfg["weight_decay"]});
   const auto expected = golden.at("adamw_losses").template to_vector<double>();
   for (size_t step = 0; step < expected.size(); ++step) {
@@ -81,6 +81,12 @@ BOOST_DATA_TEST_CASE(golden_pytorch, bdata::make(kGoldenCases), name) {
     opt.step();
   }
 }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cct_model)
+
+BOOST_DATA_TEST_CASE(golden_pytorch, bdata::make(kGoldenCases), name) { check_golden_cct(name, kCPU); }
 
 BOOST_AUTO_TEST_CASE(paper_geometry_and_drop_path_schedule) {
   Generator gen(2);
@@ -145,6 +151,15 @@ BOOST_AUTO_TEST_CASE(rotation_angles_of_a_known_rotation) {
   BOOST_REQUIRE_EQUAL(angles.size(), 2u);
   BOOST_TEST(std::abs(angles[0] - 0.3) < 1e-9);
   BOOST_TEST(std::abs(angles[1] - 1.1) < 1e-9);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The same golden files on the GPU (reported as skipped where there is none).
+BOOST_AUTO_TEST_SUITE(cct_model_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
+
+BOOST_DATA_TEST_CASE(golden_pytorch_on_cuda, bdata::make(kGoldenCases), name) {
+  check_golden_cct(name, posgrad::test::kGPU);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,8 @@
 // The encoder-decoder of the APE transduction tasks (attention/transduction/):
 //   * golden PyTorch files (tools/golden_encoder_decoder.py): 1 + 1 layers in float64, APE post-LN
 //     with scale_grad_by_freq and label smoothing, sinusoidal pre-LN, tree APE post-LN on heap
-//     positions: the encoder output, the logits, the loss, every gradient, 3 AdamW steps;
+//     positions: the encoder output, the logits, the loss, every gradient, 3 AdamW steps, on the
+//     CPU and (where there is one) on the GPU;
 //   * APE's maps (sequence and tree) are computed once per forward for all of the model's
 //     attentions, with the outputs and every gradient of computing them in each attention;
 //   * the decoder is causal (on tree positions too), decoding with the key/value caches gives the states of one decode
@@ -24,6 +25,7 @@
 #include "nn/losses.h"
 #include "nn/safetensors.h"
 #include "posgrad.h"
+#include "tests/device_support.h"
 #include "tests/golden_compare.h"
 
 using namespace posgrad;
@@ -84,13 +86,19 @@ EncoderDecoderConfig golden_config(const nlohmann::json& cfg) {
   return c;
 }
 
-}  // namespace
+// The batch's tensors on `device`.
+TransductionBatch batch_on(TransductionBatch b, Device device) {
+  for (Tensor* t : {&b.source, &b.source_mask, &b.decoder_input, &b.decoder_target, &b.target_mask, &b.input_mask,
+                    &b.decoder_mask, &b.source_heap, &b.decoder_heap})
+    if (t->defined()) *t = t->to(device);
+  return b;
+}
 
-BOOST_AUTO_TEST_SUITE(encoder_decoder)
+const char* kEncoderDecoderGoldenFiles[] = {"ape_postnorm", "sinusoidal_prenorm", "ape_tree_postnorm"};
 
-// ape_tree_postnorm: tree APE on heap positions, depth-first targets; the decoder's
-// self-attention is causal in token order (the traversal-derived mask, spec 7.3).
-BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make({"ape_postnorm", "sinusoidal_prenorm", "ape_tree_postnorm"}), name) {
+// Loads golden file `name` into a model on `device` and compares everything with it (values come
+// back to the CPU for the comparison).
+void check_golden_encoder_decoder(const std::string& name, Device device) {
   const auto golden = load_safetensors(std::string(POSGRAD_SOURCE_DIR) + "/tests/golden/encoder_decoder_" + name +
                                        ".safetensors");
   const auto cfg = nlohmann::json::parse(golden.metadata.at("config"));
@@ -100,11 +108,12 @@ BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make({"ape_postnorm", "sinusoidal_p
   StateDict weights;
   for (const auto& [ours, p] : model.named_parameters()) weights.emplace_back(ours, golden.at("param." + golden_name(ours)));
   model.load_state_dict(weights, /*strict=*/true);
+  model.to(device);
   size_t golden_params = 0;
   for (const auto& [key, t] : golden.tensors) golden_params += key.rfind("param.", 0) == 0;
   BOOST_TEST(model.named_parameters().size() == golden_params);  // no parameter left out on either side
 
-  const TransductionBatch batch = golden_batch(golden);
+  const TransductionBatch batch = batch_on(golden_batch(golden), device);
   const double smoothing = cfg["label_smoothing"];
   const auto loss_of = [&] {
     return cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Mean, kIgnoreTarget, smoothing);
@@ -133,6 +142,16 @@ BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make({"ape_postnorm", "sinusoidal_p
   expect_close("adamw_losses (3 steps)", Tensor::from_vector(losses, {3}), golden.at("adamw_losses"), 1e-10, 1e-9);
   for (const auto& [ours, p] : model.named_parameters())
     expect_close("after_adamw." + ours, p.value(), golden.at("after_adamw." + golden_name(ours)), 1e-9, 1e-7);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(encoder_decoder)
+
+// ape_tree_postnorm: tree APE on heap positions, depth-first targets; the decoder's
+// self-attention is causal in token order (the traversal-derived mask, spec 7.3).
+BOOST_DATA_TEST_CASE(matches_pytorch, bdata::make(kEncoderDecoderGoldenFiles), name) {
+  check_golden_encoder_decoder(name, kCPU);
 }
 
 namespace {
@@ -400,6 +419,15 @@ BOOST_DATA_TEST_CASE(cached_decoder_states_equal_full_decode,
     const Tensor one = model.decode(tokens.narrow(1, t, 1).contiguous(), memory, padding, nullptr, nullptr, &caches).value();
     expect_close(fmt::format("{} step {}", scheme, t), one, full.narrow(1, t, 1).contiguous(), 1e-10, 1e-8);
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The same golden files on the GPU (reported as skipped where there is none).
+BOOST_AUTO_TEST_SUITE(encoder_decoder_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
+
+BOOST_DATA_TEST_CASE(matches_pytorch_on_cuda, bdata::make(kEncoderDecoderGoldenFiles), name) {
+  check_golden_encoder_decoder(name, posgrad::test::kGPU);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
