@@ -22,6 +22,7 @@
 #include "nn/checkpoint.h"
 #include "nn/losses.h"
 #include "nn/lr_schedule.h"
+#include "tensor/autocast.h"
 
 namespace posgrad::cct_app {
 
@@ -59,6 +60,7 @@ Evaluation evaluate(CctModel& model, std::shared_ptr<const Dataset> raw, int64_t
 }  // namespace
 
 void train(const CctSettings& c, const Settings& settings, const TrainRequest& request) {
+  const AutocastBf16 autocast(c.train.autocast == "bf16");  // matmuls of training, validation and test
   DataParallel dp(usable_device(c.device));
   const Device device = dp.device();
   dp.shard(c.train.batch_size, "train.batch_size");  // refuses a batch the ranks cannot share

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "apps/cct/sinusoidal_grid.h"
+#include "apps/common/autocast_setting.h"
 #include "attention/registry.h"
 #include "tensor/error.h"
 
@@ -53,6 +54,7 @@ void declare(apps::Settings& s, CctSettings& c) {
   s.add("train.batch_size", c.train.batch_size, "images per batch").at_least(1);
   s.add("train.epochs", c.train.epochs, "epochs").at_least(1);
   s.add("train.lr", c.train.lr, "peak AdamW learning rate").above(0);
+  add_autocast_setting(s, c.train.autocast);
   s.add("train.weight_decay", c.train.weight_decay, "AdamW weight decay").at_least(0);
   s.add("train.warmup_epochs", c.train.warmup_epochs, "linear warmup epochs before the cosine decay").at_least(0);
   s.add("train.label_smoothing", c.train.label_smoothing, "label smoothing of the cross-entropy").at_least(0).at_most(0.99);

@@ -48,6 +48,7 @@ struct CctSettings {
     double label_smoothing = 0.1;
     int64_t eval_batch_size = 500;
     std::vector<int64_t> paper_epochs = {150, 300};  // best test accuracy up to each of these epochs
+    std::string autocast = "none";                   // none | bf16 (apps/common/autocast_setting.h)
     int64_t max_steps = 0;          // stop after this many optimizer steps (0: no limit; smoke runs)
     int64_t workers_prefetch = 2;   // batches the loader's worker thread builds ahead
   } train;

@@ -16,6 +16,7 @@
 
 #include "apps/charlm/charlm_figures.h"
 #include "apps/charlm/charlm_text.h"
+#include "apps/common/autocast_setting.h"
 #include "apps/common/data_parallel.h"
 #include "apps/common/device_setting.h"
 #include "apps/common/finite_guard.h"
@@ -36,6 +37,7 @@
 #include "nn/mask_rows.h"
 #include "nn/lr_schedule.h"
 #include "nn/safetensors.h"
+#include "tensor/autocast.h"
 #include "tensor/device.h"
 
 namespace posgrad::charlm {
@@ -92,6 +94,7 @@ void declare(Settings& s, CharlmSettings& c) {
   s.add("model.cache_margin", c.model.cache_margin, "extra cached inputs in case a span grows").at_least(0);
   s.add("train.optimizer", c.train.optimizer, "optimizer (sgd: plain steps)").choices({"adagrad", "adamw", "sgd"});
   s.add("train.lr", c.train.lr, "peak learning rate").above(0);
+  add_autocast_setting(s, c.train.autocast);
   s.add("train.warmup", c.train.warmup, "linear warm-up updates").at_least(0);
   s.add("train.clip", c.train.clip, "adagrad: per-tensor step clip (0: off)").at_least(0);
   s.add("train.grad_clip", c.train.grad_clip, "global gradient-norm clip (0: off)").at_least(0);
@@ -292,6 +295,7 @@ LoadedRun load_run(CharlmSettings& c, Settings& settings, const JobSettings& job
 // are averaged before each step; a checkpoint holds the cache of all B rows (gathered), so a run
 // resumes with any rank count that divides B; rank 0 alone validates and writes the run folder.
 void train(const CharlmSettings& c, const Settings& settings, const TrainRequest& request) {
+  const AutocastBf16 autocast(c.train.autocast == "bf16");  // matmuls of training and evaluation
   DataParallel dp(usable_device(c.device));
   const Device device = dp.device();
   const distributed::Shard rows = dp.shard(c.train.batch_size, "train.batch_size");  // this rank's streams

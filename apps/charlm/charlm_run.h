@@ -46,6 +46,7 @@ struct CharlmSettings {
   } model;
   struct {
     std::string optimizer = "adagrad";
+    std::string autocast = "none";  // none | bf16 (apps/common/autocast_setting.h)
     double lr = 0.07;
     int64_t warmup = 100;
     double clip = 0.03;

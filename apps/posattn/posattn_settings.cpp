@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "apps/common/autocast_setting.h"
 #include "attention/attention_path.h"
 #include "attention/registry.h"
 #include "tensor/error.h"
@@ -53,6 +54,7 @@ void declare(apps::Settings& s, PosattnSettings& c) {
   s.add("train.checkpoint_every", c.train.checkpoint_every, "optimizer steps between extra checkpoints (0: at epoch ends only)")
       .at_least(0);
   s.add("train.max_steps", c.train.max_steps, "stop after this many optimizer steps (0: no limit; smoke runs)").at_least(0);
+  add_autocast_setting(s, c.train.autocast);
   s.add("debug.nan_parameter", c.debug.nan_parameter, "tests only: a parameter (state_dict name) to poison with a NaN");
   s.add("debug.nan_at_step", c.debug.nan_at_step, "tests only: poison it after this optimizer step").at_least(0);
 }

@@ -47,6 +47,7 @@ struct PosattnSettings {
     int64_t eval_batch_size = 100;
     int64_t checkpoint_every = 0; // optimizer steps between extra checkpoints (0: epoch ends only)
     int64_t max_steps = 0;        // stop after this many optimizer steps (0: no limit; for smoke runs)
+    std::string autocast = "none";  // none | bf16 (apps/common/autocast_setting.h)
   } train;
   struct {
     std::string nan_parameter = "";  // tests: set this parameter's first value to NaN ...

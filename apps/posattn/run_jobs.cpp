@@ -29,6 +29,7 @@
 #include "nn/atomic_file.h"
 #include "nn/losses.h"
 #include "nn/mask_rows.h"
+#include "tensor/autocast.h"
 #include "tensor/device.h"
 
 namespace posgrad::posattn_app {
@@ -103,6 +104,7 @@ void poison(Module& model, const std::string& name) {
 }  // namespace
 
 void train(const PosattnSettings& c, const Settings& settings, const TrainRequest& request) {
+  const AutocastBf16 autocast(c.train.autocast == "bf16");  // matmuls of training and validation
   DataParallel dp(usable_device(c.device));
   const Device device = dp.device();
   dp.shard(c.train.batch_size, "train.batch_size");  // refuses a batch the ranks cannot share

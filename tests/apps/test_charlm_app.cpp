@@ -333,6 +333,31 @@ BOOST_AUTO_TEST_CASE(registered_schemes_train_and_old_setting_names_load) {
 // through the executable and samples; its span loss enters the training loss (a large lambda
 // shrinks the mean span z_t that metrics and summary report, lambda 0 does not); the old switch
 // model.adaptive_span still loads; a bad span or span option is one clear error line.
+// train.autocast=bf16 (tensor/autocast.h): every matmul multiplies bf16 operands. The run trains
+// to about the float32 run's loss, and not to exactly it (the rounding acted); a bad value stops.
+BOOST_AUTO_TEST_CASE(bf16_autocast_trains_near_the_float32_run) {
+  TempDir tmp;
+  const fs::path data = tmp.path() / "text.txt", log = tmp.path() / "t.txt";
+  write_file(data, sample_text());
+  auto train = [&](const std::string& autocast) {
+    const fs::path out = tmp.path() / autocast;
+    const std::string args = "train " + tiny(data) + " -Dtrain.steps=8 -Dmodel.dropout=0 -Dtrain.autocast=" + autocast +
+                             " --out " + out.string();
+    BOOST_REQUIRE_MESSAGE(run(args, log) == 0, args << ":\n" << read_text(log));
+    return out;
+  };
+  const fs::path f32 = train("none"), bf16 = train("bf16");
+  const double loss_f32 = nlohmann::json::parse(read_text(f32 / "summary.json")).at("val_loss").get<double>();
+  const double loss_bf16 = nlohmann::json::parse(read_text(bf16 / "summary.json")).at("val_loss").get<double>();
+  BOOST_TEST_MESSAGE("validation loss after 8 steps: float32 " << loss_f32 << ", bf16 autocast " << loss_bf16);
+  BOOST_TEST(std::isfinite(loss_bf16));
+  BOOST_TEST(std::abs(loss_bf16 - loss_f32) < 0.02 * loss_f32);
+  BOOST_TEST(loss_bf16 != loss_f32);
+  BOOST_TEST(read_text(bf16 / "config.yaml").find("autocast: bf16") != std::string::npos);
+  BOOST_TEST(run("train " + tiny(data) + " -Dtrain.autocast=fp16 --out " + (tmp.path() / "bad").string(), log) == 1);
+  BOOST_TEST(read_text(log).find("train.autocast") != std::string::npos, read_text(log));
+}
+
 BOOST_AUTO_TEST_CASE(dynamic_span_trains_and_its_span_loss_enters_the_loss) {
   TempDir tmp;
   const fs::path data = tmp.path() / "text.txt", log = tmp.path() / "t.txt";
