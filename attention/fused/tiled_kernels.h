@@ -1,22 +1,29 @@
-// The fused op's kernels for the one case the row kernels are slowest at: no table at all and
-// every query seeing every key (full attention, with padded keys at most; no positional term, span
-// or window). The formula is fused_kernels.h's with the tables absent:
-//   s(i, j) = scale q_i . k_j (-inf at padded keys),   out_i = sum_j e(i, j) v_j / sum_j e(i, j).
-// A query's run is then the whole key range, so blocks of queries share their keys and the work
-// is FlashAttention-2's, written on the CPU GEMM (tensor/cpu/gemm.h) instead of key loops:
-//   forward   per (batch, head, block of Bq queries): S = scale Q K^T [Bq, N] (one GEMM), each
-//             row's max m and e = exp(S - m) in place, out = (E V) / rowsum(E) (one GEMM), and
-//             lse = m + log rowsum(E) kept per row, as the row kernels do;
-//   backward  per block: S again and P = exp(S - lse), dP = dO V^T, dS = P (dP - D) with
-//             D_i = dout_i . out_i, then dQ = scale dS K, dK += scale dS^T Q, dV += P^T dO (four
-//             GEMMs), dK and dV summed in per-thread copies and added up at the end.
-// Memory: two [Bq, N] buffers per thread (Bq shrinks as N grows: at most 4 MiB each), never
+// The fused op's kernels for attention without tables (no positional term, span modulation or
+// mask table; key boxes, causal masks and padded keys are fine), where the row kernels are
+// slowest. The formula is fused_kernels.h's with the tables absent:
+//   s(i, j) = scale q_i . k_j (-inf outside query i's key box and at padded keys),
+//   out_i   = sum_j e(i, j) v_j / sum_j e(i, j).
+// Blocks of consecutive queries share most of their keys, so the work is FlashAttention-2's,
+// written on the CPU GEMM (tensor/cpu/gemm.h) instead of key loops. A block's band is the range
+// of key indices its queries' runs cover (all keys without a box; in 1-D a window of W keys gives
+// a band of W + Bq - 1):
+//   forward   per (batch, head, block of Bq queries): S = scale Q K_band^T [Bq, L] (one GEMM), -inf
+//             outside each query's own runs, each row's max m and e = exp(S - m) in place,
+//             out = (E V_band) / rowsum(E) (one GEMM), and lse = m + log rowsum(E) kept per row, as
+//             the row kernels do;
+//   backward  per block: S again and P = exp(S - lse), dP = dO V_band^T, dS = P (dP - D) with
+//             D_i = dout_i . out_i, then dQ = scale dS K_band, dK_band += scale dS^T Q,
+//             dV_band += P^T dO (four GEMMs), dK and dV summed in per-thread copies at the end.
+// A band computes keys outside some of its queries' boxes (masked): the plan takes the tiled
+// kernels only while the bands' work is at most kWorkRatio times the keys the queries see
+// (the GEMM does about 5 times the row kernels' keys per second at Dh 32; docs/benchmarks.md).
+// Memory: two [Bq, L] buffers per thread (Bq shrinks as L grows: at most 4 MiB each), never
 // [B, H, N, N]. Blocks run in parallel (OpenMP), each GEMM on its own thread.
 // The row kernels (fused_kernels_impl.h) stay the reference of this file: the fused tests compare
-// both with the dense reference, and this case is measured in bench_attention_paths at fraction 1.
-// Deliberately not here: tables, key boxes, row masks, the probabilities for figures (the row
-// kernels do those).
-// Shapes: letters of shape_legend.h; Bq queries per block.
+// both with the dense reference.
+// Deliberately not here: tables, row masks, the probabilities for figures (the row kernels do
+// those).
+// Shapes: letters of shape_legend.h; Bq queries per block, L keys per band.
 #pragma once
 
 #include <algorithm>
@@ -24,7 +31,7 @@
 #include <limits>
 #include <vector>
 
-#include "attention/fused/fused_kernels_impl.h"  // row_max, Lanes (the vector exp)
+#include "attention/fused/fused_kernels_impl.h"  // QuerySegments, row_max, Lanes (the vector exp)
 #include "tensor/cpu/gemm.h"
 #include "tensor/cpu/parallel.h"
 #include "tensor/tensor.h"
@@ -35,20 +42,71 @@
 
 namespace posgrad::fused_detail::tiled {
 
-// Whether a call is this file's case: no table, no row window, and a key box that holds every key
-// for every query (or no grid at all: tree positions without a box).
+namespace {  // in the translation unit of fused_kernels.cpp only, as the row kernels
+
+// Whether a call has no table (the tiled kernels' precondition; Plan::pays decides the rest).
 template <typename T>
-bool applies(const Problem& P, const Tables<T>& tables) {
+bool without_tables(const Problem& P, const Tables<T>& tables) {
   for (const T* t : tables.of)
     if (t) return false;
-  if (tables.logit_offset || P.W > 0) return false;
-  const RowGeometry& g = P.geometry;
-  for (size_t d = 0; d < g.structure.size(); ++d) {
-    const int64_t first = g.query_first[d], last = first + g.query_structure[d] - 1;
-    if (g.lo[d] > -last || g.hi[d] < g.structure[d] - 1 - first) return false;
-  }
-  return true;
+  return !tables.logit_offset && P.W == 0;
 }
+
+// The blocks of queries and their bands, the same for every (batch, head).
+class Plan {
+ public:
+  // Largest band work over the keys the queries see for which the tiled kernels are taken.
+  static constexpr double kWorkRatio = 4.0;
+
+  struct Block {
+    int64_t i0, rows;  // queries [i0, i0 + rows)
+    int64_t j0, keys;  // band: keys [j0, j0 + keys) (keys 0: no query of the block sees a key)
+  };
+
+  Plan(const Problem& P, size_t bytes) : segments_(P.geometry, P.Nq) {
+    double seen = 0;  // keys the queries see
+    for (int64_t i = 0; i < P.Nq; ++i) seen += static_cast<double>(segments_.keys(i));
+    // Bq: the power of two at or above the keys a query sees on average (a 1-D window of W keys
+    // then gives bands of at most about 2W), from 16 to 256, fewer for long key ranges (a [Bq, N]
+    // buffer within 4 MiB); on a grid of 2 or more dims a block stays within one line of queries
+    // (its band is then the box's rows of keys).
+    const int64_t fit = static_cast<int64_t>((size_t{4} << 20) / (bytes * static_cast<size_t>(std::max<int64_t>(P.N, 1))));
+    int64_t Bq = 16;
+    while (Bq < 256 && static_cast<double>(Bq) * static_cast<double>(P.Nq) < seen) Bq *= 2;
+    Bq = std::max<int64_t>(16, std::min(Bq, fit));
+    const auto& qs = P.geometry.query_structure;
+    if (qs.size() >= 2) Bq = std::min(Bq, qs.back());
+    double band_work = 0;
+    for (int64_t i0 = 0; i0 < P.Nq; i0 += Bq) {
+      Block b{i0, std::min(Bq, P.Nq - i0), std::numeric_limits<int64_t>::max(), 0};
+      int64_t end = 0;
+      for (int64_t i = b.i0; i < b.i0 + b.rows; ++i) {
+        for (const row_kernels::Segment& g : segments_.of(i)) {
+          b.j0 = std::min(b.j0, g.j0);
+          end = std::max(end, g.j0 + g.len);
+        }
+      }
+      if (end == 0) b.j0 = 0;
+      b.keys = end - b.j0;
+      rows_ = std::max(rows_, b.rows);
+      keys_ = std::max(keys_, b.keys);
+      band_work += static_cast<double>(b.rows * b.keys);
+      blocks_.push_back(b);
+    }
+    pays_ = band_work <= kWorkRatio * std::max(seen, 1.0);
+  }
+  bool pays() const { return pays_; }
+  const std::vector<Block>& blocks() const { return blocks_; }
+  const row_kernels::QuerySegments& segments() const { return segments_; }
+  int64_t max_rows() const { return rows_; }
+  int64_t max_keys() const { return keys_; }
+
+ private:
+  row_kernels::QuerySegments segments_;
+  std::vector<Block> blocks_;
+  int64_t rows_ = 0, keys_ = 0;
+  bool pays_ = false;
+};
 
 namespace detail {
 
@@ -62,51 +120,49 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, 
     cpu::dgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-// Queries per block: 256, fewer for long key ranges so that a [Bq, N] buffer stays within 4 MiB.
-inline int64_t block_rows(int64_t N, size_t bytes) {
-  const int64_t fit = static_cast<int64_t>((size_t{4} << 20) / (bytes * static_cast<size_t>(std::max<int64_t>(N, 1))));
-  return std::clamp<int64_t>(fit, 16, 256);
-}
-
-// The logits of queries [i0, i0 + rows) of batch-head bh: S = scale Q K^T, -inf at padded keys.
+// The logits of block b of batch-head bh over its band: S = scale Q K_band^T [rows, L], -inf
+// outside each query's runs and at padded keys.
 template <typename T>
-void block_logits(const Problem& P, int64_t bh, int64_t i0, int64_t rows, const T* q, const T* k, T* S) {
-  const int64_t N = P.N, Dh = P.Dh;
-  gemm<T>(false, true, rows, N, Dh, static_cast<T>(P.scale), q + (bh * P.Nq + i0) * Dh, Dh, k + bh * N * Dh, Dh, T(0),
-          S, N);
+void block_logits(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const T* q, const T* k, T* S) {
+  const int64_t L = b.keys, Dh = P.Dh;
+  constexpr T kOff = -std::numeric_limits<T>::infinity();
+  gemm<T>(false, true, b.rows, L, Dh, static_cast<T>(P.scale), q + (bh * P.Nq + b.i0) * Dh, Dh,
+          k + (bh * P.N + b.j0) * Dh, Dh, T(0), S, L);
+  for (int64_t r = 0; r < b.rows; ++r) {  // the gaps between the query's runs (they come in key order)
+    T* s = S + r * L;
+    int64_t from = 0;
+    for (const row_kernels::Segment& g : plan.segments().of(b.i0 + r)) {
+      std::fill(s + from, s + (g.j0 - b.j0), kOff);
+      from = g.j0 - b.j0 + g.len;
+    }
+    std::fill(s + from, s + L, kOff);
+  }
   if (!P.padded) return;
-  const uint8_t* pad = P.padded + (bh / P.H) * N;
-  for (int64_t j = 0; j < N; ++j)
+  const uint8_t* pad = P.padded + (bh / P.H) * P.N + b.j0;
+  for (int64_t j = 0; j < L; ++j)
     if (pad[j])
-      for (int64_t r = 0; r < rows; ++r) S[r * N + j] = -std::numeric_limits<T>::infinity();
+      for (int64_t r = 0; r < b.rows; ++r) S[r * L + j] = kOff;
 }
 
-// s[j] = exp(s[j] - shift) for j < N, in the row kernels' vector exp; returns their sum. A shift of
+// s[j] = exp(s[j] - shift) for j < L, in the row kernels' vector exp; returns their sum. A shift of
 // +-inf (a row that sees no key) gives zeros.
 template <typename T>
-T exp_row(T* s, int64_t N, T shift) {
-  using L = row_kernels::Lanes<T>;
+T exp_row(T* s, int64_t L, T shift) {
+  using Lanes = row_kernels::Lanes<T>;
   if (!std::isfinite(shift)) {
-    std::fill(s, s + N, T(0));
+    std::fill(s, s + L, T(0));
     return T(0);
   }
-  typename L::Vec sum = L::splat(T(0));
-  row_kernels::for_each_vector<T>(N, [&](const auto& lanes, int64_t t) {
-    const auto e = L::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - shift);  // 0 past the row
+  typename Lanes::Vec sum = Lanes::splat(T(0));
+  row_kernels::for_each_vector<T>(L, [&](const auto& lanes, int64_t t) {
+    const auto e = Lanes::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - shift);  // 0 past the row
     lanes.store(s + t, e);
     sum += e;
   });
   T total = 0;
-  for (int l = 0; l < L::kCount; ++l) total += sum[l];
+  for (int l = 0; l < Lanes::kCount; ++l) total += sum[l];
   return total;
 }
-
-// The work items: every (batch-head, block of queries).
-struct Blocks {
-  int64_t rows, per_head, count;
-  Blocks(const Problem& P, size_t bytes)
-      : rows(block_rows(P.N, bytes)), per_head((P.Nq + rows - 1) / rows), count(P.B * P.H * per_head) {}
-};
 
 inline int thread_count() { return cpu::max_threads(); }
 inline int thread_id() {
@@ -119,31 +175,30 @@ inline int thread_id() {
 
 }  // namespace detail
 
-// The row kernels' forward (fused_kernels.h) for this case; dense_probs is not supported (the
-// caller routes it to the row kernels).
+// The row kernels' forward (fused_kernels.h) for a call without tables whose plan pays;
+// dense_probs is not supported (the caller routes it to the row kernels).
 template <typename T>
-void forward(const Problem& P, const T* q, const T* k, const T* v, T* out, T* lse) {
-  const int64_t N = P.N, Dh = P.Dh;
-  const detail::Blocks blocks(P, sizeof(T));
-#pragma omp parallel if (blocks.count > 1 && detail::thread_count() > 1)
+void forward(const Problem& P, const Plan& plan, const T* q, const T* k, const T* v, T* out, T* lse) {
+  const int64_t Dh = P.Dh, per_head = static_cast<int64_t>(plan.blocks().size()), items = P.B * P.H * per_head;
+#pragma omp parallel if (items > 1 && detail::thread_count() > 1)
   {
-    std::vector<T> S(static_cast<size_t>(blocks.rows * N));
+    std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), sums(static_cast<size_t>(plan.max_rows()));
 #pragma omp for schedule(dynamic)
-    for (int64_t item = 0; item < blocks.count; ++item) {
-      const int64_t bh = item / blocks.per_head, i0 = (item % blocks.per_head) * blocks.rows;
-      const int64_t rows = std::min(blocks.rows, P.Nq - i0);
-      detail::block_logits(P, bh, i0, rows, q, k, S.data());
-      std::vector<T> sums(static_cast<size_t>(rows));
-      for (int64_t r = 0; r < rows; ++r) {  // e = exp(s - m) in place, its sum
-        T* s = S.data() + r * N;
-        const T m = row_kernels::row_max(s, N);
-        const T total = detail::exp_row(s, N, m);
-        sums[static_cast<size_t>(r)] = total;
-        lse[bh * P.Nq + i0 + r] = total > 0 ? m + std::log(total) : std::numeric_limits<T>::infinity();
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t bh = item / per_head;
+      const Plan::Block& b = plan.blocks()[static_cast<size_t>(item % per_head)];
+      const int64_t L = b.keys;
+      T* o = out + (bh * P.Nq + b.i0) * Dh;
+      if (L > 0) detail::block_logits(P, plan, b, bh, q, k, S.data());
+      for (int64_t r = 0; r < b.rows; ++r) {  // e = exp(s - m) in place, its sum
+        T* s = S.data() + r * L;
+        const T m = L > 0 ? row_kernels::row_max(s, L) : -std::numeric_limits<T>::infinity();
+        sums[static_cast<size_t>(r)] = detail::exp_row(s, L, m);
+        lse[bh * P.Nq + b.i0 + r] = sums[static_cast<size_t>(r)] > 0 ? m + std::log(sums[static_cast<size_t>(r)])
+                                                                     : std::numeric_limits<T>::infinity();
       }
-      T* o = out + (bh * P.Nq + i0) * Dh;
-      detail::gemm<T>(false, false, rows, Dh, N, T(1), S.data(), N, v + bh * N * Dh, Dh, T(0), o, Dh);
-      for (int64_t r = 0; r < rows; ++r) {
+      if (L > 0) detail::gemm<T>(false, false, b.rows, Dh, L, T(1), S.data(), L, v + (bh * P.N + b.j0) * Dh, Dh, T(0), o, Dh);
+      for (int64_t r = 0; r < b.rows; ++r) {
         const T total = sums[static_cast<size_t>(r)];
         for (int64_t d = 0; d < Dh; ++d) o[r * Dh + d] = total > 0 ? o[r * Dh + d] / total : T(0);  // no key: 0
       }
@@ -151,42 +206,47 @@ void forward(const Problem& P, const T* q, const T* k, const T* v, T* out, T* ls
   }
 }
 
-// The row kernels' backward for this case: dq, dk, dv (no table has a gradient).
+// The row kernels' backward for a call without tables whose plan pays: dq, dk, dv.
 template <typename T>
-void backward(const Problem& P, const T* q, const T* k, const T* v, const T* out, const T* lse, const T* dout,
-              const Grads<T>& grads) {
-  const int64_t N = P.N, Dh = P.Dh, head = N * Dh, BH = P.B * P.H;
-  const detail::Blocks blocks(P, sizeof(T));
-  const int threads = blocks.count > 1 ? detail::thread_count() : 1;
+void backward(const Problem& P, const Plan& plan, const T* q, const T* k, const T* v, const T* out, const T* lse,
+              const T* dout, const Grads<T>& grads) {
+  const int64_t Dh = P.Dh, head = P.N * Dh, BH = P.B * P.H;
+  const int64_t per_head = static_cast<int64_t>(plan.blocks().size()), items = BH * per_head;
+  const int threads = items > 1 ? detail::thread_count() : 1;
   // dk and dv: one copy per thread, summed at the end (blocks of one head run on several threads).
   std::vector<T> dk_copies(static_cast<size_t>(threads * BH * head), T(0)), dv_copies(dk_copies.size(), T(0));
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    std::vector<T> S(static_cast<size_t>(blocks.rows * N)), dS(S.size());
+    std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), dS(S.size());
     T* dk_mine = dk_copies.data() + detail::thread_id() * BH * head;
     T* dv_mine = dv_copies.data() + detail::thread_id() * BH * head;
 #pragma omp for schedule(dynamic)
-    for (int64_t item = 0; item < blocks.count; ++item) {
-      const int64_t bh = item / blocks.per_head, i0 = (item % blocks.per_head) * blocks.rows;
-      const int64_t rows = std::min(blocks.rows, P.Nq - i0), first = bh * P.Nq + i0;
-      detail::block_logits(P, bh, i0, rows, q, k, S.data());
-      for (int64_t r = 0; r < rows; ++r)  // P = exp(s - lse): 0 in a row that sees no key (lse = +inf)
-        detail::exp_row(S.data() + r * N, N, lse[first + r]);
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t bh = item / per_head;
+      const Plan::Block& b = plan.blocks()[static_cast<size_t>(item % per_head)];
+      const int64_t L = b.keys, first = bh * P.Nq + b.i0, band = (bh * P.N + b.j0) * Dh;
+      if (L == 0) {  // no query of the block sees a key: no gradient
+        std::fill(grads.dq + first * Dh, grads.dq + (first + b.rows) * Dh, T(0));
+        continue;
+      }
+      detail::block_logits(P, plan, b, bh, q, k, S.data());
+      for (int64_t r = 0; r < b.rows; ++r)  // P = exp(s - lse): 0 in a row that sees no key (lse = +inf)
+        detail::exp_row(S.data() + r * L, L, lse[first + r]);
       const T* dO = dout + first * Dh;
-      detail::gemm<T>(false, true, rows, N, Dh, T(1), dO, Dh, v + bh * head, Dh, T(0), dS.data(), N);  // dP = dO V^T
-      for (int64_t r = 0; r < rows; ++r) {  // dS = P (dP - D), D = dout_i . out_i
+      detail::gemm<T>(false, true, b.rows, L, Dh, T(1), dO, Dh, v + band, Dh, T(0), dS.data(), L);  // dP = dO V^T
+      for (int64_t r = 0; r < b.rows; ++r) {  // dS = P (dP - D), D = dout_i . out_i
         T D = 0;
         for (int64_t d = 0; d < Dh; ++d) D += dO[r * Dh + d] * out[(first + r) * Dh + d];
-        const T* p = S.data() + r * N;
-        T* ds = dS.data() + r * N;
-        for (int64_t j = 0; j < N; ++j) ds[j] = p[j] * (ds[j] - D);
+        const T* p = S.data() + r * L;
+        T* ds = dS.data() + r * L;
+        for (int64_t j = 0; j < L; ++j) ds[j] = p[j] * (ds[j] - D);
       }
       const T scale = static_cast<T>(P.scale);
-      detail::gemm<T>(false, false, rows, Dh, N, scale, dS.data(), N, k + bh * head, Dh, T(0), grads.dq + first * Dh,
+      detail::gemm<T>(false, false, b.rows, Dh, L, scale, dS.data(), L, k + band, Dh, T(0), grads.dq + first * Dh,
                       Dh);  // dQ = scale dS K
-      detail::gemm<T>(true, false, N, Dh, rows, scale, dS.data(), N, q + first * Dh, Dh, T(1), dk_mine + bh * head,
+      detail::gemm<T>(true, false, L, Dh, b.rows, scale, dS.data(), L, q + first * Dh, Dh, T(1), dk_mine + band,
                       Dh);  // dK += scale dS^T Q
-      detail::gemm<T>(true, false, N, Dh, rows, T(1), S.data(), N, dO, Dh, T(1), dv_mine + bh * head,
+      detail::gemm<T>(true, false, L, Dh, b.rows, T(1), S.data(), L, dO, Dh, T(1), dv_mine + band,
                       Dh);  // dV += P^T dO
     }
   }
@@ -198,4 +258,5 @@ void backward(const Problem& P, const T* q, const T* k, const T* v, const T* out
   });
 }
 
+}  // namespace
 }  // namespace posgrad::fused_detail::tiled

@@ -155,31 +155,33 @@ BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
       }
 }
 
-// Without tables and with every key in every query's box the fused op runs its tiled kernels
-// (attention/fused/tiled_kernels.h: blocks of up to 256 queries on the GEMM); the "none" cases
-// above are small. Here 600 queries make three blocks, the last one short, with padded keys,
-// self-attention and cross-attention (300 queries over the 600 keys), float64 and float32.
+// Without tables the fused op runs its tiled kernels (attention/fused/tiled_kernels.h: blocks of
+// up to 256 queries on the GEMM, over the band of keys their boxes cover) where the bands pay;
+// the "none" and "local_window" cases above are one block. Here 600 queries make several blocks,
+// the last one short, with padded keys: every key, a causal mask, a window of 41 keys (blocks of
+// 64 queries), and cross-attention (300 queries over the 600 keys), float64 and float32.
 BOOST_AUTO_TEST_CASE(tiled_kernels_in_several_blocks_match_reference) {
   const int64_t H = 2, D = 16, B = 2, N = 600;
-  const FusedCase c{"none", {{"none", {}}}, {N}, false};
   for (const DType dtype : {kFloat64, kFloat32})
-    for (const int64_t Nq : {N, N / 2}) {
+    for (const std::string kind : {"all keys", "causal", "window", "cross"}) {
+      const int64_t Nq = kind == "cross" ? N / 2 : N;
+      const FusedCase c{kind, {kind == "window" ? HookCase{"local_window", {{"radius", "20"}}} : HookCase{"none", {}}}, {N}, false};
       Generator gen(5);
       auto mha = make_layer(c, D, H, gen);
       mha->to(dtype);
       const PositionPair pair(Positions::sequence(Nq), Positions::sequence(N));
       Tensor x = normal({B, Nq + N, D}, 0, 1, gen, dtype), w = normal({B, Nq, D}, 0, 1, gen, dtype);
       std::vector<double> pad(static_cast<size_t>(B * N), 0.0);
-      for (int64_t j = 0; j < N; j += 3) pad[static_cast<size_t>(N + j)] = 1.0;  // example 1: every third key padded
+      for (int64_t j = 1; j < N; j += 3) pad[static_cast<size_t>(N + j)] = 1.0;  // example 1: every third key padded
       const Tensor padding = Tensor::from_vector(pad, {B, N});
       auto forward = [&](const Variable& xv) {
-        return mha->forward(narrow(xv, 1, 0, Nq), narrow(xv, 1, Nq, N), AttentionContext{&pair, padding, false, nullptr});
+        return mha->forward(narrow(xv, 1, 0, Nq), narrow(xv, 1, Nq, N),
+                            AttentionContext{&pair, padding, kind == "causal", nullptr});
       };
       PathRun ref = run_path(*mha, AttentionPath::Reference, x, w, forward);
       PathRun fused = run_path(*mha, AttentionPath::Fused, x, w, forward);
       BOOST_TEST(mha->last_forward_fused());
-      check_runs_agree(*mha, ref, fused, dtype == kFloat64 ? 1e-11 : 2e-4,
-                       fmt::format("tiled Nq={} {}", Nq, dtype_name(dtype)));
+      check_runs_agree(*mha, ref, fused, dtype == kFloat64 ? 1e-11 : 2e-4, fmt::format("tiled {} {}", kind, dtype_name(dtype)));
     }
 }
 
