@@ -1,5 +1,6 @@
-// The fused attention kernels' entry points (see fused_kernels.h): the tiled kernels where no
-// table is given and their blocks' bands pay (tiled_kernels.h), else the row kernels
+// The fused attention kernels' entry points (see fused_kernels.h): the tiled kernels where heads
+// are 16 wide or more, the tables per-entry numbers at most and the blocks' bands pay
+// (tiled_kernels.h), else the row kernels
 // (fused_kernels_impl.h), with the tables re-laid per query column first where that joins a
 // query's runs (column_tables.h).
 // Shapes: letters of shape_legend.h.
@@ -14,8 +15,8 @@ namespace posgrad::fused_detail {
 template <typename T>
 void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
              T* dense_probs) {
-  if (!dense_probs && tiled::without_tables(P, tables))
-    if (const tiled::Plan plan(P, sizeof(T)); plan.pays()) return tiled::forward<T>(P, plan, q, k, v, out, lse);
+  if (!dense_probs && tiled::takes(P, tables))
+    if (const tiled::Plan plan(P, sizeof(T)); plan.pays()) return tiled::forward<T>(P, plan, tables, q, k, v, out, lse);
   if (use_column_tables(P)) {
     const ColumnTables<T> column(P, tables);
     return row_kernels::forward<T>(column.problem(), column.tables(), q, k, v, out, lse, dense_probs);
@@ -26,8 +27,9 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
 template <typename T>
 void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const T* dout, const Grads<T>& grads) {
-  if (tiled::without_tables(P, tables))
-    if (const tiled::Plan plan(P, sizeof(T)); plan.pays()) return tiled::backward<T>(P, plan, q, k, v, out, lse, dout, grads);
+  if (tiled::takes(P, tables))
+    if (const tiled::Plan plan(P, sizeof(T)); plan.pays())
+      return tiled::backward<T>(P, plan, tables, q, k, v, out, lse, dout, grads);
   if (use_column_tables(P)) {
     ColumnTables<T> column(P, tables);
     row_kernels::backward<T>(column.problem(), column.tables(), q, k, v, out, lse, dout, column.grads_for(grads));

@@ -1,19 +1,23 @@
-// The fused op's kernels for attention without tables (no positional term, span modulation or
-// mask table; key boxes, causal masks and padded keys are fine), where the row kernels are
-// slowest. The formula is fused_kernels.h's with the tables absent:
-//   s(i, j) = scale q_i . k_j (-inf outside query i's key box and at padded keys),
-//   out_i   = sum_j e(i, j) v_j / sum_j e(i, j).
+// The fused op's kernels for attention whose tables are at most per-entry numbers (bias c,
+// modulation G, positional modulation P of fused_kernels.h: ALiBi, T5's buckets, the Gaussian
+// span; RoPE and APE act before the op; key boxes, causal masks and padded keys are fine), where
+// the row kernels are slowest. The formula is fused_kernels.h's without a query table, key bias
+// or mask:
+//   s(i, j) = G[r] (scale q_i . k_j + P[r] c[r])   (-inf outside query i's box and at padded keys)
+//   out_i   = sum_j e(i, j) v_j / sum_j e(i, j)      with r = rel(i, j), absent tables 1 or 0.
 // Blocks of consecutive queries share most of their keys, so the work is FlashAttention-2's,
 // written on the CPU GEMM (tensor/cpu/gemm.h) instead of key loops. A block's band is the range
 // of key indices its queries' runs cover (all keys without a box; in 1-D a window of W keys gives
 // a band of W + Bq - 1):
-//   forward   per (batch, head, block of Bq queries): S = scale Q K_band^T [Bq, L] (one GEMM), -inf
-//             outside each query's own runs, each row's max m and e = exp(S - m) in place,
+//   forward   per (batch, head, block of Bq queries): S = scale Q K_band^T [Bq, L] (one GEMM), the
+//             tables along each query's runs and -inf outside them, each row's max m and
+//             e = exp(S - m) in place,
 //             out = (E V_band) / rowsum(E) (one GEMM), and lse = m + log rowsum(E) kept per row, as
 //             the row kernels do;
 //   backward  per block: S again and P = exp(S - lse), dP = dO V_band^T, dS = P (dP - D) with
-//             D_i = dout_i . out_i, then dQ = scale dS K_band, dK_band += scale dS^T Q,
-//             dV_band += P^T dO (four GEMMs), dK and dV summed in per-thread copies at the end.
+//             D_i = dout_i . out_i, the tables' gradients along the runs and dS times G, then
+//             dQ = scale dS K_band, dK_band += scale dS^T Q, dV_band += P^T dO (four GEMMs); dK,
+//             dV and the tables' gradients summed in per-thread copies at the end.
 // A band computes keys outside some of its queries' boxes (masked): the plan takes the tiled
 // kernels only while the bands' work is at most kWorkRatio times the keys the queries see
 // (the GEMM does about 5 times the row kernels' keys per second at Dh 32; docs/benchmarks.md).
@@ -21,8 +25,8 @@
 // [B, H, N, N]. Blocks run in parallel (OpenMP), each GEMM on its own thread.
 // The row kernels (fused_kernels_impl.h) stay the reference of this file: the fused tests compare
 // both with the dense reference.
-// Deliberately not here: tables, row masks, the probabilities for figures (the row kernels do
-// those).
+// Deliberately not here: query tables, key biases, masks, row masks, the probabilities for
+// figures (the row kernels do those).
 // Shapes: letters of shape_legend.h; Bq queries per block, L keys per band.
 #pragma once
 
@@ -44,12 +48,24 @@ namespace posgrad::fused_detail::tiled {
 
 namespace {  // in the translation unit of fused_kernels.cpp only, as the row kernels
 
-// Whether a call has no table (the tiled kernels' precondition; Plan::pays decides the rest).
+// The kinds of table these kernels take: numbers per relative entry, [H, R].
+constexpr std::array<size_t, 3> kEntryKinds{row_kernels::kBias, row_kernels::kModulation,
+                                             row_kernels::kPositionalModulation};
+
+// The narrowest head the tiled kernels take. At Dh = 8 the row kernels, compiled for that width,
+// are faster (quiet A/B on the Zen 5 machine, 1-D N = 4096 at full span: 71 ms against 130 ms;
+// the posattn step with the sinusoidal scheme: 1,374 against 2,239 ms); at Dh = 16 the tiled
+// kernels are (131 against 232 ms at full span, 22 against 35 ms at a box of 1/8).
+constexpr int64_t kMinHeadWidth = 16;
+
+// Whether a call is the tiled kernels' case: heads of at least kMinHeadWidth and every table of
+// kEntryKinds (Plan::pays decides the rest).
 template <typename T>
-bool without_tables(const Problem& P, const Tables<T>& tables) {
-  for (const T* t : tables.of)
-    if (t) return false;
-  return !tables.logit_offset && P.W == 0;
+bool takes(const Problem& P, const Tables<T>& tables) {
+  if (P.Dh < kMinHeadWidth) return false;
+  for (size_t kind = 0; kind < kTableKindCount; ++kind)
+    if (tables.of[kind] && std::find(kEntryKinds.begin(), kEntryKinds.end(), kind) == kEntryKinds.end()) return false;
+  return !tables.logit_offset && P.W == 0 && P.table_columns == 1;
 }
 
 // The blocks of queries and their bands, the same for every (batch, head).
@@ -120,19 +136,41 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, 
     cpu::dgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-// The logits of block b of batch-head bh over its band: S = scale Q K_band^T [rows, L], -inf
-// outside each query's runs and at padded keys.
+// One head's per-entry tables (rows of [H, R]; null when absent).
 template <typename T>
-void block_logits(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const T* q, const T* k, T* S) {
+struct EntryTables {
+  const T *bias, *mod, *modpos;
+  EntryTables(const Problem& P, const Tables<T>& tables, int64_t h) {
+    auto row = [&](size_t kind) { return tables.of[kind] ? tables.of[kind] + h * P.R : nullptr; };
+    bias = row(row_kernels::kBias), mod = row(row_kernels::kModulation), modpos = row(row_kernels::kPositionalModulation);
+  }
+  bool any() const { return bias || mod || modpos; }
+  // s = G (c + P bias) from the content c at entry r.
+  T logit(T c, int64_t r) const {
+    const T p = bias ? bias[r] : T(0);
+    const T sum = c + (modpos ? modpos[r] : T(1)) * p;
+    return mod ? mod[r] * sum : sum;
+  }
+};
+
+// The logits of block b of batch-head bh over its band: S = scale Q K_band^T [rows, L] (kept in C
+// as well when C is given: the content the tables' gradients need), the tables along each query's
+// runs, -inf outside them and at padded keys.
+template <typename T>
+void block_logits(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const EntryTables<T>& et,
+                  const T* q, const T* k, T* S, T* C = nullptr) {
   const int64_t L = b.keys, Dh = P.Dh;
   constexpr T kOff = -std::numeric_limits<T>::infinity();
   gemm<T>(false, true, b.rows, L, Dh, static_cast<T>(P.scale), q + (bh * P.Nq + b.i0) * Dh, Dh,
           k + (bh * P.N + b.j0) * Dh, Dh, T(0), S, L);
-  for (int64_t r = 0; r < b.rows; ++r) {  // the gaps between the query's runs (they come in key order)
+  if (C) std::copy(S, S + b.rows * L, C);
+  for (int64_t r = 0; r < b.rows; ++r) {  // the runs' tables, the gaps between them (they come in key order)
     T* s = S + r * L;
     int64_t from = 0;
     for (const row_kernels::Segment& g : plan.segments().of(b.i0 + r)) {
       std::fill(s + from, s + (g.j0 - b.j0), kOff);
+      if (et.any())
+        for (int64_t t = 0; t < g.len; ++t) s[g.j0 - b.j0 + t] = et.logit(s[g.j0 - b.j0 + t], g.r0 + t);
       from = g.j0 - b.j0 + g.len;
     }
     std::fill(s + from, s + L, kOff);
@@ -175,10 +213,11 @@ inline int thread_id() {
 
 }  // namespace detail
 
-// The row kernels' forward (fused_kernels.h) for a call without tables whose plan pays;
+// The row kernels' forward (fused_kernels.h) for a call it takes and whose plan pays;
 // dense_probs is not supported (the caller routes it to the row kernels).
 template <typename T>
-void forward(const Problem& P, const Plan& plan, const T* q, const T* k, const T* v, T* out, T* lse) {
+void forward(const Problem& P, const Plan& plan, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out,
+             T* lse) {
   const int64_t Dh = P.Dh, per_head = static_cast<int64_t>(plan.blocks().size()), items = P.B * P.H * per_head;
 #pragma omp parallel if (items > 1 && detail::thread_count() > 1)
   {
@@ -189,7 +228,7 @@ void forward(const Problem& P, const Plan& plan, const T* q, const T* k, const T
       const Plan::Block& b = plan.blocks()[static_cast<size_t>(item % per_head)];
       const int64_t L = b.keys;
       T* o = out + (bh * P.Nq + b.i0) * Dh;
-      if (L > 0) detail::block_logits(P, plan, b, bh, q, k, S.data());
+      if (L > 0) detail::block_logits(P, plan, b, bh, detail::EntryTables<T>(P, tables, bh % P.H), q, k, S.data());
       for (int64_t r = 0; r < b.rows; ++r) {  // e = exp(s - m) in place, its sum
         T* s = S.data() + r * L;
         const T m = L > 0 ? row_kernels::row_max(s, L) : -std::numeric_limits<T>::infinity();
@@ -206,20 +245,27 @@ void forward(const Problem& P, const Plan& plan, const T* q, const T* k, const T
   }
 }
 
-// The row kernels' backward for a call without tables whose plan pays: dq, dk, dv.
+// The row kernels' backward for a call it takes and whose plan pays: dq, dk, dv and the
+// wanted tables' gradients.
 template <typename T>
-void backward(const Problem& P, const Plan& plan, const T* q, const T* k, const T* v, const T* out, const T* lse,
-              const T* dout, const Grads<T>& grads) {
-  const int64_t Dh = P.Dh, head = P.N * Dh, BH = P.B * P.H;
+void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const T* q, const T* k, const T* v,
+              const T* out, const T* lse, const T* dout, const Grads<T>& grads) {
+  const int64_t Dh = P.Dh, head = P.N * Dh, BH = P.B * P.H, table = P.H * P.R;
   const int64_t per_head = static_cast<int64_t>(plan.blocks().size()), items = BH * per_head;
   const int threads = items > 1 ? detail::thread_count() : 1;
-  // dk and dv: one copy per thread, summed at the end (blocks of one head run on several threads).
+  // dk, dv and the tables' gradients: one copy per thread, summed at the end (blocks of one head
+  // run on several threads).
   std::vector<T> dk_copies(static_cast<size_t>(threads * BH * head), T(0)), dv_copies(dk_copies.size(), T(0));
+  std::array<std::vector<T>, kEntryKinds.size()> dtable_copies;
+  for (size_t e = 0; e < kEntryKinds.size(); ++e)
+    if (grads.of[kEntryKinds[e]]) dtable_copies[e].assign(static_cast<size_t>(threads * table), T(0));
+  const bool tabled = detail::EntryTables<T>(P, tables, 0).any();
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), dS(S.size());
-    T* dk_mine = dk_copies.data() + detail::thread_id() * BH * head;
-    T* dv_mine = dv_copies.data() + detail::thread_id() * BH * head;
+    std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), dS(S.size()), C(tabled ? S.size() : 0);
+    const int tid = detail::thread_id();
+    T* dk_mine = dk_copies.data() + tid * BH * head;
+    T* dv_mine = dv_copies.data() + tid * BH * head;
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t bh = item / per_head;
@@ -229,7 +275,8 @@ void backward(const Problem& P, const Plan& plan, const T* q, const T* k, const 
         std::fill(grads.dq + first * Dh, grads.dq + (first + b.rows) * Dh, T(0));
         continue;
       }
-      detail::block_logits(P, plan, b, bh, q, k, S.data());
+      const detail::EntryTables<T> et(P, tables, bh % P.H);
+      detail::block_logits(P, plan, b, bh, et, q, k, S.data(), tabled ? C.data() : nullptr);
       for (int64_t r = 0; r < b.rows; ++r)  // P = exp(s - lse): 0 in a row that sees no key (lse = +inf)
         detail::exp_row(S.data() + r * L, L, lse[first + r]);
       const T* dO = dout + first * Dh;
@@ -240,6 +287,22 @@ void backward(const Problem& P, const Plan& plan, const T* q, const T* k, const 
         const T* p = S.data() + r * L;
         T* ds = dS.data() + r * L;
         for (int64_t j = 0; j < L; ++j) ds[j] = p[j] * (ds[j] - D);
+      }
+      if (tabled) {  // along the runs: the tables' gradients, and ds times G (the content's gradient)
+        T* d_table[kEntryKinds.size()];
+        for (size_t e = 0; e < kEntryKinds.size(); ++e)
+          d_table[e] = dtable_copies[e].empty() ? nullptr : dtable_copies[e].data() + tid * table + (bh % P.H) * P.R;
+        for (int64_t r = 0; r < b.rows; ++r)
+          for (const row_kernels::Segment& g : plan.segments().of(b.i0 + r))
+            for (int64_t t = 0; t < g.len; ++t) {
+              const int64_t u = r * L + g.j0 - b.j0 + t, e = g.r0 + t;
+              const T ds = dS[static_cast<size_t>(u)], c = C[static_cast<size_t>(u)];
+              const T p = et.bias ? et.bias[e] : T(0), pm = et.modpos ? et.modpos[e] : T(1), m = et.mod ? et.mod[e] : T(1);
+              if (d_table[0]) d_table[0][e] += ds * m * pm;     // bias
+              if (d_table[1]) d_table[1][e] += ds * (c + pm * p);  // modulation
+              if (d_table[2]) d_table[2][e] += ds * m * p;      // positional modulation
+              dS[static_cast<size_t>(u)] = ds * m;
+            }
       }
       const T scale = static_cast<T>(P.scale);
       detail::gemm<T>(false, false, b.rows, Dh, L, scale, dS.data(), L, k + band, Dh, T(0), grads.dq + first * Dh,
@@ -256,6 +319,13 @@ void backward(const Problem& P, const Plan& plan, const T* q, const T* k, const 
     grads.dk[x] = dk;
     grads.dv[x] = dv;
   });
+  for (size_t e = 0; e < kEntryKinds.size(); ++e)
+    if (T* target = grads.of[kEntryKinds[e]])
+      for (int64_t x = 0; x < table; ++x) {
+        T total = 0;
+        for (int th = 0; th < threads; ++th) total += dtable_copies[e][th * table + x];
+        target[x] = total;
+      }
 }
 
 }  // namespace

@@ -82,6 +82,12 @@ const std::vector<FusedCase> kCases = {
      {{"transformer_xl", {}}, {"gaussian_span", {{"sigma", "0.2"}}}, {"alibi", {}}},
      {11},
      true},
+    // Per-entry tables only (bias, modulation, positional modulation): the tiled kernels' tables.
+    {"t5_bias+gaussian_span positional",
+     {{"t5_bias", {{"buckets", "8"}, {"max_distance", "16"}}}, {"gaussian_span", {{"sigma", "0.3"}, {"multiply", "positional_logits"}}}},
+     {11},
+     true},
+    {"2-D alibi+gaussian_span", {{"alibi", {}}, {"gaussian_span", {{"sigma", "0.35"}}}}, {4, 6}, false},
     {"2-D none", {{"none", {}}}, {3, 5}, false},
     {"2-D siren", {{"siren", {{"hidden", "16"}}}}, {3, 5}, false},
     {"2-D siren+gaussian_span", {{"siren", {{"hidden", "16"}}}, {"gaussian_span", {{"sigma", "0.3"}}}}, {3, 5}, false},
@@ -161,7 +167,7 @@ BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
 // the last one short, with padded keys: every key, a causal mask, a window of 41 keys (blocks of
 // 64 queries), and cross-attention (300 queries over the 600 keys), float64 and float32.
 BOOST_AUTO_TEST_CASE(tiled_kernels_in_several_blocks_match_reference) {
-  const int64_t H = 2, D = 16, B = 2, N = 600;
+  const int64_t H = 2, D = 32, B = 2, N = 600;  // Dh 16: the tiled kernels take heads of 16 or more
   for (const DType dtype : {kFloat64, kFloat32})
     for (const std::string kind : {"all keys", "causal", "window", "cross"}) {
       const int64_t Nq = kind == "cross" ? N / 2 : N;
