@@ -35,14 +35,10 @@
 #include <limits>
 #include <vector>
 
-#include "attention/fused/fused_kernels_impl.h"  // QuerySegments, row_max, Lanes (the vector exp)
+#include "attention/fused/fused_kernels_impl.h"  // QuerySegments, row_max, Lanes (the vector exp), threads
 #include "tensor/cpu/gemm.h"
 #include "tensor/cpu/parallel.h"
 #include "tensor/tensor.h"
-
-#ifdef POSGRAD_OPENMP
-#include <omp.h>
-#endif
 
 namespace posgrad::fused_detail::tiled {
 
@@ -202,15 +198,6 @@ T exp_row(T* s, int64_t L, T shift) {
   return total;
 }
 
-inline int thread_count() { return cpu::max_threads(); }
-inline int thread_id() {
-#ifdef POSGRAD_OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
-
 }  // namespace detail
 
 // The row kernels' forward (fused_kernels.h) for a call it takes and whose plan pays;
@@ -219,7 +206,7 @@ template <typename T>
 void forward(const Problem& P, const Plan& plan, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out,
              T* lse) {
   const int64_t Dh = P.Dh, per_head = static_cast<int64_t>(plan.blocks().size()), items = P.B * P.H * per_head;
-#pragma omp parallel if (items > 1 && detail::thread_count() > 1)
+#pragma omp parallel if (items > 1 && row_kernels::thread_count() > 1)
   {
     std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), sums(static_cast<size_t>(plan.max_rows()));
 #pragma omp for schedule(dynamic)
@@ -252,7 +239,7 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
               const T* out, const T* lse, const T* dout, const Grads<T>& grads) {
   const int64_t Dh = P.Dh, head = P.N * Dh, BH = P.B * P.H, table = P.H * P.R;
   const int64_t per_head = static_cast<int64_t>(plan.blocks().size()), items = BH * per_head;
-  const int threads = items > 1 ? detail::thread_count() : 1;
+  const int threads = items > 1 ? row_kernels::thread_count() : 1;
   // dk, dv and the tables' gradients: one copy per thread, summed at the end (blocks of one head
   // run on several threads).
   std::vector<T> dk_copies(static_cast<size_t>(threads * BH * head), T(0)), dv_copies(dk_copies.size(), T(0));
@@ -263,7 +250,7 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), dS(S.size()), C(tabled ? S.size() : 0);
-    const int tid = detail::thread_id();
+    const int tid = row_kernels::thread_id();
     T* dk_mine = dk_copies.data() + tid * BH * head;
     T* dv_mine = dv_copies.data() + tid * BH * head;
 #pragma omp for schedule(dynamic)
