@@ -8,7 +8,8 @@
 // OpenMP's spinning).
 //
 // Usage: bench_attention_paths [--batch 1] [--width 128] [--heads 4] [--reps 3] [--warmup 1]
-//                              [--cases 1d1024,1d4096,2d32,2d64] [--no-torch]
+//                              [--cases 1d1024,1d4096,2d32,2d64] [--fractions 1,1/2,1/8,1/32]
+//                              [--no-torch] [--no-reference]
 // Fraction f means the window holds about f*N keys: 1-D radius (fN - 1)/2, 2-D side sqrt(f)*S.
 // At f = 1 there is no window (full attention). "keys" is the key box's size per query.
 // The floor (bench_floor.h): "GFLOP" counts the step's matmuls (projections, q . k and p v over the
@@ -107,14 +108,17 @@ std::map<std::string, double> run_torch(const std::string& args, int threads) {
 int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 1}, {"width", 128}, {"heads", 4}, {"reps", 3}, {"warmup", 1}};
   std::string cases_arg = "1d1024,1d4096,2d32,2d64";
-  bool no_torch = false;
+  std::string fractions_arg = "1,1/2,1/8,1/32";
+  bool no_torch = false, no_reference = false;
   bench::CommandLine cli("bench_attention_paths",
                          "Times the attention implementations (reference, fused) forward+backward against PyTorch",
                          bench::CommandLine::kLaterOptionsWin);
   bench::add_integer_options(cli.options(), a);
   cli.options()
       .text("--cases", cases_arg, "comma-separated 1d<N> (a sequence of N) or 2d<S> (an S x S grid)")
-      .flag("--no-torch", no_torch, "skip the PyTorch twin");
+      .text("--fractions", fractions_arg, "comma-separated span fractions, each 1 or 1/<n> (the span gain needs 1)")
+      .flag("--no-torch", no_torch, "skip the PyTorch twin")
+      .flag("--no-reference", no_reference, "skip the dense reference path");
   if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   const bool torch = !no_torch;
   std::vector<Case> cases;
@@ -136,7 +140,13 @@ int main(int argc, char** argv) try {
   fmt::print("{:>8} {:>9} {:>7} {:>12} {:>12} {:>9} {:>10} {:>12} {:>10} {:>12} {:>10} {:>8} {:>11}\n", "case", "fraction",
              "keys", "reference ms", "fused ms", "speedup", "fused ms", "fused cpu ms", "span gain", "torch ms",
              "fused/torch", "GFLOP", "fused/floor");
-  const std::vector<std::pair<std::string, double>> fractions{{"1", 1.0}, {"1/2", 0.5}, {"1/8", 0.125}, {"1/32", 1.0 / 32}};
+  std::vector<std::pair<std::string, double>> fractions;
+  std::stringstream fraction_list(fractions_arg);
+  for (std::string f; std::getline(fraction_list, f, ',');) {
+    if (f == "1") fractions.push_back({f, 1.0});
+    else if (f.rfind("1/", 0) == 0 && f.size() > 2 && std::stoll(f.substr(2)) >= 1) fractions.push_back({f, 1.0 / double(std::stoll(f.substr(2)))});
+    else fail("unknown fraction '{}' (1 or 1/<n>)", f);
+  }
   for (const Case& c : cases) {
     double fused_full = -1;
     const Positions pos = c.structure.size() == 1 ? Positions::sequence(c.structure[0]) : Positions::grid(c.structure);
@@ -154,7 +164,7 @@ int main(int argc, char** argv) try {
       MultiHeadAttention mha(D, H, gen, hooks);
       const std::optional<OffsetBox> box = mha.key_box(pos, false);
       const int64_t keys = box ? box->intersect(OffsetBox::full(pos)).volume() : N;
-      const double ref = time_path(mha, AttentionPath::Reference, x, pos, reps, warmup).wall_ms;
+      const double ref = no_reference ? -1 : time_path(mha, AttentionPath::Reference, x, pos, reps, warmup).wall_ms;
       const Timing fused_timing = time_path(mha, AttentionPath::Fused, x, pos, reps, warmup);
       const double fused = fused_timing.wall_ms;
       if (f >= 1.0) fused_full = fused_timing.cpu_ms;
@@ -169,8 +179,9 @@ int main(int argc, char** argv) try {
       const double flops = bench::kForwardAndBackward *
                            (4 * bench::linear_flops(B * N, D, D) + bench::attention_flops(B, H, N, double(keys), D / H));
       const double floor_ms = flops / (floor.sgemm_gflops * 1e9) * 1e3;
-      fmt::print("{:>8} {:>9} {:>7} {:>12.1f} {:>12.1f} {:>8.2f}x {:>10.1f} {:>12.1f} {:>9.2f}x {:>12} {:>10} {:>8.2f} {:>10.1f}x\n",
-                 c.name, label, keys, ref, fused, ref / fused, fused, fused_timing.cpu_ms,
+      fmt::print("{:>8} {:>9} {:>7} {:>12} {:>12.1f} {:>9} {:>10.1f} {:>12.1f} {:>9.2f}x {:>12} {:>10} {:>8.2f} {:>10.1f}x\n",
+                 c.name, label, keys, ref > 0 ? fmt::format("{:.1f}", ref) : "n/a", fused,
+                 ref > 0 ? fmt::format("{:.2f}x", ref / fused) : "n/a", fused, fused_timing.cpu_ms,
                  fused_full > 0 ? fused_full / fused_timing.cpu_ms : 0.0,
                  theirs > 0 ? fmt::format("{:.1f}", theirs) : "n/a",
                  theirs > 0 ? fmt::format("{:.2f}x", fused / theirs) : "n/a", flops / 1e9, fused / floor_ms);

@@ -6,9 +6,10 @@
 //   s(i, j) = G[r] (scale q_i . k_j + P[r] c[r])   (-inf outside query i's box and at padded keys)
 //   out_i   = sum_j e(i, j) v_j / sum_j e(i, j)      with r = rel(i, j), absent tables 1 or 0.
 // Blocks of consecutive queries share most of their keys, so the work is FlashAttention-2's,
-// written on the CPU GEMM (tensor/cpu/gemm.h) instead of key loops. A block's band is the range
-// of key indices its queries' runs cover (all keys without a box; in 1-D a window of W keys gives
-// a band of W + Bq - 1):
+// written on the CPU GEMM (tensor/cpu/gemm.h) instead of key loops. A block's band is the union of
+// the keys its queries' runs cover, in parts of consecutive keys (all keys without a box; in 1-D
+// a window of W keys gives one part of W + Bq - 1 keys; on a grid, a part per row of keys the
+// box crosses, its keys' and values' rows gathered into one [L, Dh] matrix):
 //   forward   per (batch, head, block of Bq queries): S = scale Q K_band^T [Bq, L] (one GEMM), the
 //             tables along each query's runs and -inf outside them, each row's max m and
 //             e = exp(S - m) in place,
@@ -20,7 +21,8 @@
 //             dV and the tables' gradients summed in per-thread copies at the end.
 // A band computes keys outside some of its queries' boxes (masked): the plan takes the tiled
 // kernels only while the bands' work is at most kWorkRatio times the keys the queries see
-// (the GEMM does about 5 times the row kernels' keys per second at Dh 32; docs/benchmarks.md).
+// (the GEMM does about 5 times the row kernels' keys per second at Dh 32; docs/benchmarks.md),
+// and picks the block size Bq that trades the band's width against the GEMMs' per-block packing.
 // Memory: two [Bq, L] buffers per thread (Bq shrinks as L grows: at most 4 MiB each), never
 // [B, H, N, N]. Blocks run in parallel (OpenMP), each GEMM on its own thread.
 // The row kernels (fused_kernels_impl.h) stay the reference of this file: the fused tests compare
@@ -33,6 +35,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "attention/fused/fused_kernels_impl.h"  // QuerySegments, row_max, Lanes (the vector exp), threads
@@ -70,53 +73,97 @@ class Plan {
   // Largest band work over the keys the queries see for which the tiled kernels are taken.
   static constexpr double kWorkRatio = 4.0;
 
+  // Keys [j0, j0 + keys) of a band, at its columns [col, col + keys).
+  struct Part {
+    int64_t j0, keys, col;
+  };
   struct Block {
-    int64_t i0, rows;  // queries [i0, i0 + rows)
-    int64_t j0, keys;  // band: keys [j0, j0 + keys) (keys 0: no query of the block sees a key)
+    int64_t i0, rows;     // queries [i0, i0 + rows)
+    int64_t keys;         // L: the band's columns, the union of its queries' runs (0: they see no key)
+    size_t part0, parts;  // the band's parts: parts_[part0, part0 + parts), in key order
   };
 
   Plan(const Problem& P, size_t bytes) : segments_(P.geometry, P.Nq) {
     double seen = 0;  // keys the queries see
     for (int64_t i = 0; i < P.Nq; ++i) seen += static_cast<double>(segments_.keys(i));
-    // Bq: the power of two at or above the keys a query sees on average (a 1-D window of W keys
-    // then gives bands of at most about 2W), from 16 to 256, fewer for long key ranges (a [Bq, N]
-    // buffer within 4 MiB); on a grid of 2 or more dims a block stays within one line of queries
-    // (its band is then the box's rows of keys).
+    // Bq: the power of two from 16 to 256 of least estimated time, the band work times (1 +
+    // kBlockCost / Bq), within one line of queries on a grid of 2 or more dims and within a [Bq, N]
+    // buffer of 4 MiB.
     const int64_t fit = static_cast<int64_t>((size_t{4} << 20) / (bytes * static_cast<size_t>(std::max<int64_t>(P.N, 1))));
-    int64_t Bq = 16;
-    while (Bq < 256 && static_cast<double>(Bq) * static_cast<double>(P.Nq) < seen) Bq *= 2;
-    Bq = std::max<int64_t>(16, std::min(Bq, fit));
     const auto& qs = P.geometry.query_structure;
-    if (qs.size() >= 2) Bq = std::min(Bq, qs.back());
-    double band_work = 0;
-    for (int64_t i0 = 0; i0 < P.Nq; i0 += Bq) {
-      Block b{i0, std::min(Bq, P.Nq - i0), std::numeric_limits<int64_t>::max(), 0};
-      int64_t end = 0;
-      for (int64_t i = b.i0; i < b.i0 + b.rows; ++i) {
-        for (const row_kernels::Segment& g : segments_.of(i)) {
-          b.j0 = std::min(b.j0, g.j0);
-          end = std::max(end, g.j0 + g.len);
-        }
+    const int64_t line = qs.size() >= 2 ? qs.back() : std::max<int64_t>(P.Nq, 1);
+    double best = std::numeric_limits<double>::infinity();
+    for (int64_t Bq = 16; Bq <= 256; Bq *= 2) {
+      if (Bq > 16 && (Bq / 2 >= line || Bq > fit)) break;
+      Layout candidate;
+      const int64_t rows = std::min(Bq, line);
+      const double work = candidate.cut(segments_, P.Nq, rows, line);
+      if (const double cost = work * (1.0 + kBlockCost / static_cast<double>(rows)); cost < best) {
+        best = cost;
+        layout_ = std::move(candidate);
+        pays_ = work <= kWorkRatio * std::max(seen, 1.0);
       }
-      if (end == 0) b.j0 = 0;
-      b.keys = end - b.j0;
-      rows_ = std::max(rows_, b.rows);
-      keys_ = std::max(keys_, b.keys);
-      band_work += static_cast<double>(b.rows * b.keys);
-      blocks_.push_back(b);
     }
-    pays_ = band_work <= kWorkRatio * std::max(seen, 1.0);
   }
   bool pays() const { return pays_; }
-  const std::vector<Block>& blocks() const { return blocks_; }
+  const std::vector<Block>& blocks() const { return layout_.blocks; }
+  std::span<const Part> parts(const Block& b) const { return {layout_.parts.data() + b.part0, b.parts}; }
+  // The band column of run g of a query of block b.
+  int64_t column(const Block& b, const row_kernels::Segment& g) const {
+    const std::span<const Part> ps = parts(b);
+    const Part& p = *std::prev(std::upper_bound(ps.begin(), ps.end(), g.j0, [](int64_t j, const Part& x) { return j < x.j0; }));
+    return p.col + (g.j0 - p.j0);
+  }
   const row_kernels::QuerySegments& segments() const { return segments_; }
-  int64_t max_rows() const { return rows_; }
-  int64_t max_keys() const { return keys_; }
+  int64_t max_rows() const { return layout_.rows; }
+  int64_t max_keys() const { return layout_.keys; }
+  bool gathers() const { return layout_.gathers; }  // some band has several parts: its rows are copied
 
  private:
+  // A block's cost beyond its band work, in band work per query: the GEMMs pack each band once a
+  // block (measured: docs/design.md, "Tiled kernels").
+  static constexpr double kBlockCost = 16.0;
+
+  struct Layout {
+    std::vector<Block> blocks;
+    std::vector<Part> parts;
+    int64_t rows = 0, keys = 0;
+    bool gathers = false;
+
+    // Cuts the queries into blocks of Bq within lines of `line` queries, each block's band the
+    // union of its queries' runs; returns the band work (rows x keys summed over the blocks).
+    double cut(const row_kernels::QuerySegments& segments, int64_t Nq, int64_t Bq, int64_t line) {
+      double work = 0;
+      std::vector<Part> runs;
+      for (int64_t start = 0; start < Nq; start += line)
+        for (int64_t i0 = start; i0 < std::min(start + line, Nq); i0 += Bq) {
+          Block b{i0, std::min({Bq, start + line - i0, Nq - i0}), 0, parts.size(), 0};
+          runs.clear();
+          for (int64_t i = b.i0; i < b.i0 + b.rows; ++i)
+            for (const row_kernels::Segment& g : segments.of(i)) runs.push_back({g.j0, g.len, 0});
+          std::sort(runs.begin(), runs.end(), [](const Part& x, const Part& y) { return x.j0 < y.j0; });
+          for (const Part& r : runs) {
+            if (b.parts > 0 && r.j0 <= parts.back().j0 + parts.back().keys) {  // overlaps or continues the last part
+              const int64_t end = parts.back().j0 + parts.back().keys, grown = std::max(end, r.j0 + r.keys);
+              b.keys += grown - end;
+              parts.back().keys = grown - parts.back().j0;
+            } else {
+              parts.push_back({r.j0, r.keys, b.keys});
+              b.keys += r.keys, ++b.parts;
+            }
+          }
+          rows = std::max(rows, b.rows);
+          keys = std::max(keys, b.keys);
+          gathers = gathers || b.parts > 1;
+          work += static_cast<double>(b.rows * b.keys);
+          blocks.push_back(b);
+        }
+      return work;
+    }
+  };
+
   row_kernels::QuerySegments segments_;
-  std::vector<Block> blocks_;
-  int64_t rows_ = 0, keys_ = 0;
+  Layout layout_;
   bool pays_ = false;
 };
 
@@ -149,33 +196,59 @@ struct EntryTables {
   }
 };
 
+// The band's rows of x (k or v, [B H N, Dh]) for block b of batch-head bh, [L, Dh]: a pointer
+// into x when the band is one part, else the parts' rows copied into `gathered`.
+template <typename T>
+const T* band_rows(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const T* x,
+                   std::vector<T>& gathered) {
+  const std::span<const Plan::Part> parts = plan.parts(b);
+  const T* head = x + bh * P.N * P.Dh;
+  if (parts.size() == 1) return head + parts[0].j0 * P.Dh;
+  for (const Plan::Part& part : parts)
+    std::copy(head + part.j0 * P.Dh, head + (part.j0 + part.keys) * P.Dh, gathered.data() + part.col * P.Dh);
+  return gathered.data();
+}
+
+// x's rows of the band's keys (dk or dv of batch-head bh) += rows [L, Dh].
+template <typename T>
+void add_band_rows(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const T* rows, T* x) {
+  T* head = x + bh * P.N * P.Dh;
+  for (const Plan::Part& part : plan.parts(b)) {
+    const T* from = rows + part.col * P.Dh;
+    T* to = head + part.j0 * P.Dh;
+    for (int64_t e = 0; e < part.keys * P.Dh; ++e) to[e] += from[e];
+  }
+}
+
 // The logits of block b of batch-head bh over its band: S = scale Q K_band^T [rows, L] (kept in C
 // as well when C is given: the content the tables' gradients need), the tables along each query's
-// runs, -inf outside them and at padded keys.
+// runs, -inf outside them and at padded keys. K_band: band_rows of k.
 template <typename T>
 void block_logits(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const EntryTables<T>& et,
-                  const T* q, const T* k, T* S, T* C = nullptr) {
+                  const T* q, const T* K_band, T* S, T* C = nullptr) {
   const int64_t L = b.keys, Dh = P.Dh;
   constexpr T kOff = -std::numeric_limits<T>::infinity();
-  gemm<T>(false, true, b.rows, L, Dh, static_cast<T>(P.scale), q + (bh * P.Nq + b.i0) * Dh, Dh,
-          k + (bh * P.N + b.j0) * Dh, Dh, T(0), S, L);
+  gemm<T>(false, true, b.rows, L, Dh, static_cast<T>(P.scale), q + (bh * P.Nq + b.i0) * Dh, Dh, K_band, Dh, T(0), S, L);
   if (C) std::copy(S, S + b.rows * L, C);
   for (int64_t r = 0; r < b.rows; ++r) {  // the runs' tables, the gaps between them (they come in key order)
     T* s = S + r * L;
     int64_t from = 0;
     for (const row_kernels::Segment& g : plan.segments().of(b.i0 + r)) {
-      std::fill(s + from, s + (g.j0 - b.j0), kOff);
+      const int64_t col = plan.column(b, g);
+      std::fill(s + from, s + col, kOff);
       if (et.any())
-        for (int64_t t = 0; t < g.len; ++t) s[g.j0 - b.j0 + t] = et.logit(s[g.j0 - b.j0 + t], g.r0 + t);
-      from = g.j0 - b.j0 + g.len;
+        for (int64_t t = 0; t < g.len; ++t) s[col + t] = et.logit(s[col + t], g.r0 + t);
+      from = col + g.len;
     }
     std::fill(s + from, s + L, kOff);
   }
   if (!P.padded) return;
-  const uint8_t* pad = P.padded + (bh / P.H) * P.N + b.j0;
-  for (int64_t j = 0; j < L; ++j)
-    if (pad[j])
-      for (int64_t r = 0; r < b.rows; ++r) S[r * L + j] = kOff;
+  for (const Plan::Part& part : plan.parts(b)) {
+    const uint8_t* pad = P.padded + (bh / P.H) * P.N + part.j0;
+    for (int64_t t = 0; t < part.keys; ++t)
+      if (pad[t])
+        for (int64_t r = 0; r < b.rows; ++r) S[r * L + part.col + t] = kOff;
+  }
 }
 
 // s[j] = exp(s[j] - shift) for j < L, in the row kernels' vector exp; returns their sum. A shift of
@@ -209,13 +282,16 @@ void forward(const Problem& P, const Plan& plan, const Tables<T>& tables, const 
 #pragma omp parallel if (items > 1 && row_kernels::thread_count() > 1)
   {
     std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), sums(static_cast<size_t>(plan.max_rows()));
+    std::vector<T> K_gathered(plan.gathers() ? static_cast<size_t>(plan.max_keys() * Dh) : 0), V_gathered(K_gathered.size());
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t bh = item / per_head;
       const Plan::Block& b = plan.blocks()[static_cast<size_t>(item % per_head)];
       const int64_t L = b.keys;
       T* o = out + (bh * P.Nq + b.i0) * Dh;
-      if (L > 0) detail::block_logits(P, plan, b, bh, detail::EntryTables<T>(P, tables, bh % P.H), q, k, S.data());
+      if (L > 0)
+        detail::block_logits(P, plan, b, bh, detail::EntryTables<T>(P, tables, bh % P.H), q,
+                             detail::band_rows(P, plan, b, bh, k, K_gathered), S.data());
       for (int64_t r = 0; r < b.rows; ++r) {  // e = exp(s - m) in place, its sum
         T* s = S.data() + r * L;
         const T m = L > 0 ? row_kernels::row_max(s, L) : -std::numeric_limits<T>::infinity();
@@ -223,7 +299,9 @@ void forward(const Problem& P, const Plan& plan, const Tables<T>& tables, const 
         lse[bh * P.Nq + b.i0 + r] = sums[static_cast<size_t>(r)] > 0 ? m + std::log(sums[static_cast<size_t>(r)])
                                                                      : std::numeric_limits<T>::infinity();
       }
-      if (L > 0) detail::gemm<T>(false, false, b.rows, Dh, L, T(1), S.data(), L, v + (bh * P.N + b.j0) * Dh, Dh, T(0), o, Dh);
+      if (L > 0)
+        detail::gemm<T>(false, false, b.rows, Dh, L, T(1), S.data(), L, detail::band_rows(P, plan, b, bh, v, V_gathered),
+                        Dh, T(0), o, Dh);
       for (int64_t r = 0; r < b.rows; ++r) {
         const T total = sums[static_cast<size_t>(r)];
         for (int64_t d = 0; d < Dh; ++d) o[r * Dh + d] = total > 0 ? o[r * Dh + d] / total : T(0);  // no key: 0
@@ -250,6 +328,9 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), dS(S.size()), C(tabled ? S.size() : 0);
+    // A band of several parts: its keys' and values' rows, and their gradients, gathered.
+    std::vector<T> K_gathered(plan.gathers() ? static_cast<size_t>(plan.max_keys() * Dh) : 0),
+        V_gathered(K_gathered.size()), dK_band(K_gathered.size()), dV_band(K_gathered.size());
     const int tid = row_kernels::thread_id();
     T* dk_mine = dk_copies.data() + tid * BH * head;
     T* dv_mine = dv_copies.data() + tid * BH * head;
@@ -257,17 +338,19 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
     for (int64_t item = 0; item < items; ++item) {
       const int64_t bh = item / per_head;
       const Plan::Block& b = plan.blocks()[static_cast<size_t>(item % per_head)];
-      const int64_t L = b.keys, first = bh * P.Nq + b.i0, band = (bh * P.N + b.j0) * Dh;
+      const int64_t L = b.keys, first = bh * P.Nq + b.i0;
       if (L == 0) {  // no query of the block sees a key: no gradient
         std::fill(grads.dq + first * Dh, grads.dq + (first + b.rows) * Dh, T(0));
         continue;
       }
       const detail::EntryTables<T> et(P, tables, bh % P.H);
-      detail::block_logits(P, plan, b, bh, et, q, k, S.data(), tabled ? C.data() : nullptr);
+      const T* K_band = detail::band_rows(P, plan, b, bh, k, K_gathered);
+      const T* V_band = detail::band_rows(P, plan, b, bh, v, V_gathered);
+      detail::block_logits(P, plan, b, bh, et, q, K_band, S.data(), tabled ? C.data() : nullptr);
       for (int64_t r = 0; r < b.rows; ++r)  // P = exp(s - lse): 0 in a row that sees no key (lse = +inf)
         detail::exp_row(S.data() + r * L, L, lse[first + r]);
       const T* dO = dout + first * Dh;
-      detail::gemm<T>(false, true, b.rows, L, Dh, T(1), dO, Dh, v + band, Dh, T(0), dS.data(), L);  // dP = dO V^T
+      detail::gemm<T>(false, true, b.rows, L, Dh, T(1), dO, Dh, V_band, Dh, T(0), dS.data(), L);  // dP = dO V^T
       for (int64_t r = 0; r < b.rows; ++r) {  // dS = P (dP - D), D = dout_i . out_i
         T D = 0;
         for (int64_t d = 0; d < Dh; ++d) D += dO[r * Dh + d] * out[(first + r) * Dh + d];
@@ -281,8 +364,8 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
           d_table[e] = dtable_copies[e].empty() ? nullptr : dtable_copies[e].data() + tid * table + (bh % P.H) * P.R;
         for (int64_t r = 0; r < b.rows; ++r)
           for (const row_kernels::Segment& g : plan.segments().of(b.i0 + r))
-            for (int64_t t = 0; t < g.len; ++t) {
-              const int64_t u = r * L + g.j0 - b.j0 + t, e = g.r0 + t;
+            for (int64_t t = 0, col = plan.column(b, g); t < g.len; ++t) {
+              const int64_t u = r * L + col + t, e = g.r0 + t;
               const T ds = dS[static_cast<size_t>(u)], c = C[static_cast<size_t>(u)];
               const T p = et.bias ? et.bias[e] : T(0), pm = et.modpos ? et.modpos[e] : T(1), m = et.mod ? et.mod[e] : T(1);
               if (d_table[0]) d_table[0][e] += ds * m * pm;     // bias
@@ -292,12 +375,19 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
             }
       }
       const T scale = static_cast<T>(P.scale);
-      detail::gemm<T>(false, false, b.rows, Dh, L, scale, dS.data(), L, k + band, Dh, T(0), grads.dq + first * Dh,
+      detail::gemm<T>(false, false, b.rows, Dh, L, scale, dS.data(), L, K_band, Dh, T(0), grads.dq + first * Dh,
                       Dh);  // dQ = scale dS K
-      detail::gemm<T>(true, false, L, Dh, b.rows, scale, dS.data(), L, q + first * Dh, Dh, T(1), dk_mine + band,
-                      Dh);  // dK += scale dS^T Q
-      detail::gemm<T>(true, false, L, Dh, b.rows, T(1), S.data(), L, dO, Dh, T(1), dv_mine + band,
-                      Dh);  // dV += P^T dO
+      // dK += scale dS^T Q, dV += P^T dO: in place for a band of one part, else through dK_band, dV_band.
+      const bool in_place = b.parts == 1;
+      T* dK = in_place ? dk_mine + (bh * P.N + plan.parts(b)[0].j0) * Dh : dK_band.data();
+      T* dV = in_place ? dv_mine + (bh * P.N + plan.parts(b)[0].j0) * Dh : dV_band.data();
+      const T beta = in_place ? T(1) : T(0);
+      detail::gemm<T>(true, false, L, Dh, b.rows, scale, dS.data(), L, q + first * Dh, Dh, beta, dK, Dh);
+      detail::gemm<T>(true, false, L, Dh, b.rows, T(1), S.data(), L, dO, Dh, beta, dV, Dh);
+      if (!in_place) {
+        detail::add_band_rows(P, plan, b, bh, dK, dk_mine);
+        detail::add_band_rows(P, plan, b, bh, dV, dv_mine);
+      }
     }
   }
   cpu::parallel_for(BH * head, threads, [&](int64_t x) {

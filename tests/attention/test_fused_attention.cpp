@@ -161,21 +161,29 @@ BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
       }
 }
 
-// Without tables the fused op runs its tiled kernels (attention/fused/tiled_kernels.h: blocks of
-// up to 256 queries on the GEMM, over the band of keys their boxes cover) where the bands pay;
-// the "none" and "local_window" cases above are one block. Here 600 queries make several blocks,
-// the last one short, with padded keys: every key, a causal mask, a window of 41 keys (blocks of
-// 64 queries), and cross-attention (300 queries over the 600 keys), float64 and float32.
+// Without tables, or with per-entry tables only, the fused op runs its tiled kernels
+// (attention/fused/tiled_kernels.h: blocks of 16 to 256 queries on the GEMM, over the union of the
+// keys their runs cover) where the bands pay; the "none" and "local_window" cases above are one
+// block. Here 600 queries make several blocks, the last one short, with padded keys: every key, a
+// causal mask, a window of 41 keys (blocks of 64 queries), cross-attention (300 queries over the
+// 600 keys), and on a 20 x 30 grid a 7 x 7 box and the Gaussian span's box with its modulation
+// (bands of several parts, one per row of keys, whose rows are gathered), float64 and float32.
 BOOST_AUTO_TEST_CASE(tiled_kernels_in_several_blocks_match_reference) {
   const int64_t H = 2, D = 32, B = 2, N = 600;  // Dh 16: the tiled kernels take heads of 16 or more
   for (const DType dtype : {kFloat64, kFloat32})
-    for (const std::string kind : {"all keys", "causal", "window", "cross"}) {
+    for (const std::string kind : {"all keys", "causal", "window", "cross", "2-D box", "2-D gaussian_span"}) {
       const int64_t Nq = kind == "cross" ? N / 2 : N;
-      const FusedCase c{kind, {kind == "window" ? HookCase{"local_window", {{"radius", "20"}}} : HookCase{"none", {}}}, {N}, false};
+      const bool grid = kind.starts_with("2-D");
+      const HookCase hook = kind == "window"              ? HookCase{"local_window", {{"radius", "20"}}}
+                            : kind == "2-D box"           ? HookCase{"local_window", {{"radius", "3"}}}
+                            : kind == "2-D gaussian_span" ? HookCase{"gaussian_span", {{"sigma", "0.12"}}}
+                                                          : HookCase{"none", {}};
+      const FusedCase c{kind, {hook}, grid ? std::vector<int64_t>{20, 30} : std::vector<int64_t>{N}, false};
       Generator gen(5);
       auto mha = make_layer(c, D, H, gen);
       mha->to(dtype);
-      const PositionPair pair(Positions::sequence(Nq), Positions::sequence(N));
+      const Positions keys = grid ? Positions::grid({20, 30}) : Positions::sequence(N);
+      const PositionPair pair(grid ? keys : Positions::sequence(Nq), keys);
       Tensor x = normal({B, Nq + N, D}, 0, 1, gen, dtype), w = normal({B, Nq, D}, 0, 1, gen, dtype);
       std::vector<double> pad(static_cast<size_t>(B * N), 0.0);
       for (int64_t j = 1; j < N; j += 3) pad[static_cast<size_t>(N + j)] = 1.0;  // example 1: every third key padded
