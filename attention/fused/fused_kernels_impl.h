@@ -539,6 +539,7 @@ class QuerySegments {
     return {base + start_[i], base + start_[i + 1]};
   }
   int64_t keys(int64_t i) const { return keys_[i]; }
+  int64_t queries() const { return static_cast<int64_t>(keys_.size()); }
 
  private:
   std::vector<int64_t> start_;  // [Nq + 1]

@@ -5,11 +5,13 @@
 // or mask:
 //   s(i, j) = G[r] (scale q_i . k_j + P[r] c[r])   (-inf outside query i's box and at padded keys)
 //   out_i   = sum_j e(i, j) v_j / sum_j e(i, j)      with r = rel(i, j), absent tables 1 or 0.
-// Blocks of consecutive queries share most of their keys, so the work is FlashAttention-2's,
-// written on the CPU GEMM (tensor/cpu/gemm.h) instead of key loops. A block's band is the union of
-// the keys its queries' runs cover, in parts of consecutive keys (all keys without a box; in 1-D
-// a window of W keys gives one part of W + Bq - 1 keys; on a grid, a part per row of keys the
-// box crosses, its keys' and values' rows gathered into one [L, Dh] matrix):
+// Blocks of neighbouring queries share most of their keys, so the work is FlashAttention-2's,
+// written on the CPU GEMM (tensor/cpu/gemm.h) instead of key loops. A block is a patch of queries
+// (1-D: Bq consecutive ones; on a grid, ry lines of rx queries, the shape chosen per call by
+// Plan), its band the union of the keys its queries' runs cover, in parts of consecutive keys
+// (all keys without a box; in 1-D a window of W keys gives one part of W + Bq - 1 keys; on a grid
+// a part per row of keys the patch's boxes cross). Rows of queries or keys that are not one
+// matrix are gathered into one ([Bq, Dh], [L, Dh]) and their gradients put back:
 //   forward   per (batch, head, block of Bq queries): S = scale Q K_band^T [Bq, L] (one GEMM), the
 //             tables along each query's runs and -inf outside them, each row's max m and
 //             e = exp(S - m) in place,
@@ -78,7 +80,9 @@ class Plan {
     int64_t j0, keys, col;
   };
   struct Block {
-    int64_t i0, rows;     // queries [i0, i0 + rows)
+    int64_t rows;         // Bq: its queries, queries_[query0, query0 + rows), in query order
+    size_t query0;
+    bool consecutive;     // its queries are consecutive indices (their rows one matrix)
     int64_t keys;         // L: the band's columns, the union of its queries' runs (0: they see no key)
     size_t part0, parts;  // the band's parts: parts_[part0, part0 + parts), in key order
   };
@@ -86,27 +90,38 @@ class Plan {
   Plan(const Problem& P, size_t bytes) : segments_(P.geometry, P.Nq) {
     double seen = 0;  // keys the queries see
     for (int64_t i = 0; i < P.Nq; ++i) seen += static_cast<double>(segments_.keys(i));
-    // Bq: the power of two from 16 to 256 of least estimated time, the band work times (1 +
-    // kBlockCost / Bq), within one line of queries on a grid of 2 or more dims and within a [Bq, N]
-    // buffer of 4 MiB.
-    const int64_t fit = static_cast<int64_t>((size_t{4} << 20) / (bytes * static_cast<size_t>(std::max<int64_t>(P.N, 1))));
+    // The queries as planes of Y lines of X (1-D: one line of Nq), cut into patches of ry lines of
+    // rx queries, Bq = rx ry a power of two from 16 to 256: the shape whose patch at the middle of
+    // the grid has the least band work times (1 + kBlockCost / Bq), among those whose [Bq, L]
+    // buffer fits kBufferBytes. On a grid a patch of several lines shares the rows of keys its
+    // lines' boxes cross.
     const auto& qs = P.geometry.query_structure;
-    const int64_t line = qs.size() >= 2 ? qs.back() : std::max<int64_t>(P.Nq, 1);
+    const int64_t X = qs.size() >= 2 ? qs.back() : std::max<int64_t>(P.Nq, 1), Y = qs.size() >= 2 ? qs[qs.size() - 2] : 1;
     double best = std::numeric_limits<double>::infinity();
-    for (int64_t Bq = 16; Bq <= 256; Bq *= 2) {
-      if (Bq > 16 && (Bq / 2 >= line || Bq > fit)) break;
-      Layout candidate;
-      const int64_t rows = std::min(Bq, line);
-      const double work = candidate.cut(segments_, P.Nq, rows, line);
-      if (const double cost = work * (1.0 + kBlockCost / static_cast<double>(rows)); cost < best) {
-        best = cost;
-        layout_ = std::move(candidate);
-        pays_ = work <= kWorkRatio * std::max(seen, 1.0);
+    int64_t best_rx = 1, best_ry = 1;
+    for (int64_t Bq = 16; Bq <= 256; Bq *= 2)
+      for (int64_t rx = Bq; rx >= 1; rx /= 2) {  // at equal cost the widest patch (fewest lines) wins
+        const int64_t ry = Bq / rx;
+        if ((rx > 1 && rx / 2 >= X) || (ry > 1 && ry / 2 >= Y)) continue;  // a smaller shape is the same patch
+        Layout probe;
+        probe.add_patch(segments_, X, Y, (X - std::min(rx, X)) / 2, (Y - std::min(ry, Y)) / 2, rx, ry, 0);
+        if (probe.blocks.empty()) continue;
+        const Block& b = probe.blocks.back();
+        if (Bq > 16 && static_cast<size_t>(b.rows * b.keys) * bytes > kBufferBytes) continue;
+        if (const double cost = static_cast<double>(b.keys) * (1.0 + kBlockCost / static_cast<double>(b.rows)); cost < best)
+          best = cost, best_rx = rx, best_ry = ry;
       }
-    }
+    double work = 0;
+    for (int64_t plane = 0; plane * X * Y < P.Nq; ++plane)
+      for (int64_t y0 = 0; y0 < Y; y0 += best_ry)
+        for (int64_t x0 = 0; x0 < X; x0 += best_rx)
+          work += layout_.add_patch(segments_, X, Y, x0, y0, best_rx, best_ry, plane * X * Y);
+    pays_ = work <= kWorkRatio * std::max(seen, 1.0);
   }
   bool pays() const { return pays_; }
   const std::vector<Block>& blocks() const { return layout_.blocks; }
+  // Row r's query of block b.
+  int64_t query(const Block& b, int64_t r) const { return layout_.queries[b.query0 + static_cast<size_t>(r)]; }
   std::span<const Part> parts(const Block& b) const { return {layout_.parts.data() + b.part0, b.parts}; }
   // The band column of run g of a query of block b.
   int64_t column(const Block& b, const row_kernels::Segment& g) const {
@@ -117,48 +132,60 @@ class Plan {
   const row_kernels::QuerySegments& segments() const { return segments_; }
   int64_t max_rows() const { return layout_.rows; }
   int64_t max_keys() const { return layout_.keys; }
-  bool gathers() const { return layout_.gathers; }  // some band has several parts: its rows are copied
+  bool gathers() const { return layout_.gathers; }  // some block's queries or keys are copied into one matrix
 
  private:
   // A block's cost beyond its band work, in band work per query: the GEMMs pack each band once a
   // block (measured: docs/design.md, "Tiled kernels").
   static constexpr double kBlockCost = 16.0;
+  // The largest [Bq, L] buffer but for Bq = 16: the L2 cache of a core of the Zen 5 machine (at
+  // full span on a 64 x 64 grid, blocks of 256 queries with 4 MiB buffers took 153 ms against 136
+  // for blocks of 64 with 1 MiB).
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
 
   struct Layout {
     std::vector<Block> blocks;
+    std::vector<int64_t> queries;
     std::vector<Part> parts;
     int64_t rows = 0, keys = 0;
     bool gathers = false;
+    std::vector<int64_t> cover;  // add_patch's scratch
 
-    // Cuts the queries into blocks of Bq within lines of `line` queries, each block's band the
-    // union of its queries' runs; returns the band work (rows x keys summed over the blocks).
-    double cut(const row_kernels::QuerySegments& segments, int64_t Nq, int64_t Bq, int64_t line) {
-      double work = 0;
-      std::vector<Part> runs;
-      for (int64_t start = 0; start < Nq; start += line)
-        for (int64_t i0 = start; i0 < std::min(start + line, Nq); i0 += Bq) {
-          Block b{i0, std::min({Bq, start + line - i0, Nq - i0}), 0, parts.size(), 0};
-          runs.clear();
-          for (int64_t i = b.i0; i < b.i0 + b.rows; ++i)
-            for (const row_kernels::Segment& g : segments.of(i)) runs.push_back({g.j0, g.len, 0});
-          std::sort(runs.begin(), runs.end(), [](const Part& x, const Part& y) { return x.j0 < y.j0; });
-          for (const Part& r : runs) {
-            if (b.parts > 0 && r.j0 <= parts.back().j0 + parts.back().keys) {  // overlaps or continues the last part
-              const int64_t end = parts.back().j0 + parts.back().keys, grown = std::max(end, r.j0 + r.keys);
-              b.keys += grown - end;
-              parts.back().keys = grown - parts.back().j0;
-            } else {
-              parts.push_back({r.j0, r.keys, b.keys});
-              b.keys += r.keys, ++b.parts;
-            }
-          }
-          rows = std::max(rows, b.rows);
-          keys = std::max(keys, b.keys);
-          gathers = gathers || b.parts > 1;
-          work += static_cast<double>(b.rows * b.keys);
-          blocks.push_back(b);
+    // Adds the block of the patch of lines y0 .. y0 + ry - 1 and queries x0 .. x0 + rx - 1 of each
+    // (cut at the plane's edges) of the plane starting at query `first`, its band the union of its
+    // queries' runs; returns its band work (rows x keys).
+    double add_patch(const row_kernels::QuerySegments& segments, int64_t X, int64_t Y, int64_t x0, int64_t y0,
+                     int64_t rx, int64_t ry, int64_t first) {
+      Block b{0, queries.size(), true, 0, parts.size(), 0};
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;  // the keys the runs span
+      for (int64_t y = y0; y < std::min(y0 + ry, Y); ++y)
+        for (int64_t x = x0; x < std::min(x0 + rx, X); ++x) {
+          const int64_t i = first + y * X + x;
+          if (i >= segments.queries()) continue;
+          if (b.rows > 0 && i != queries.back() + 1) b.consecutive = false;
+          queries.push_back(i), ++b.rows;
+          for (const row_kernels::Segment& g : segments.of(i)) lo = std::min(lo, g.j0), hi = std::max(hi, g.j0 + g.len);
         }
-      return work;
+      if (b.rows == 0) return 0;
+      if (hi > lo) {  // the runs' union: +1 where a run starts, -1 after it ends, then the covered stretches
+        cover.assign(static_cast<size_t>(hi - lo + 1), 0);
+        for (size_t r = b.query0; r < queries.size(); ++r)
+          for (const row_kernels::Segment& g : segments.of(queries[r])) ++cover[g.j0 - lo], --cover[g.j0 + g.len - lo];
+        for (int64_t j = 0, depth = 0, start = 0; j <= hi - lo; ++j) {
+          const int64_t before = depth;
+          depth += cover[static_cast<size_t>(j)];
+          if (before == 0 && depth > 0) start = j;
+          if (before > 0 && depth == 0) {
+            parts.push_back({lo + start, j - start, b.keys});
+            b.keys += j - start, ++b.parts;
+          }
+        }
+      }
+      rows = std::max(rows, b.rows);
+      keys = std::max(keys, b.keys);
+      gathers = gathers || b.parts > 1 || !b.consecutive;
+      blocks.push_back(b);
+      return static_cast<double>(b.rows * b.keys);
     }
   };
 
@@ -209,6 +236,31 @@ const T* band_rows(const Problem& P, const Plan& plan, const Plan::Block& b, int
   return gathered.data();
 }
 
+// The block's rows of x (q, dout or out, [B H Nq, Dh]) for batch-head bh, [rows, Dh]: a pointer
+// into x when its queries are consecutive, else their rows copied into `gathered`.
+template <typename T>
+const T* query_rows(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const T* x,
+                    std::vector<T>& gathered) {
+  const T* head = x + bh * P.Nq * P.Dh;
+  if (b.consecutive) return head + plan.query(b, 0) * P.Dh;
+  for (int64_t r = 0; r < b.rows; ++r)
+    std::copy(head + plan.query(b, r) * P.Dh, head + (plan.query(b, r) + 1) * P.Dh, gathered.data() + r * P.Dh);
+  return gathered.data();
+}
+
+// Where the block's rows of x (out or dq) are written: into x when its queries are consecutive,
+// else into `buffer` and then put in place by put_query_rows.
+template <typename T>
+T* query_rows_target(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, T* x, std::vector<T>& buffer) {
+  return b.consecutive ? x + (bh * P.Nq + plan.query(b, 0)) * P.Dh : buffer.data();
+}
+template <typename T>
+void put_query_rows(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const T* rows, T* x) {
+  if (b.consecutive) return;
+  for (int64_t r = 0; r < b.rows; ++r)
+    std::copy(rows + r * P.Dh, rows + (r + 1) * P.Dh, x + (bh * P.Nq + plan.query(b, r)) * P.Dh);
+}
+
 // x's rows of the band's keys (dk or dv of batch-head bh) += rows [L, Dh].
 template <typename T>
 void add_band_rows(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const T* rows, T* x) {
@@ -222,18 +274,18 @@ void add_band_rows(const Problem& P, const Plan& plan, const Plan::Block& b, int
 
 // The logits of block b of batch-head bh over its band: S = scale Q K_band^T [rows, L] (kept in C
 // as well when C is given: the content the tables' gradients need), the tables along each query's
-// runs, -inf outside them and at padded keys. K_band: band_rows of k.
+// runs, -inf outside them and at padded keys. Q: query_rows of q; K_band: band_rows of k.
 template <typename T>
 void block_logits(const Problem& P, const Plan& plan, const Plan::Block& b, int64_t bh, const EntryTables<T>& et,
-                  const T* q, const T* K_band, T* S, T* C = nullptr) {
+                  const T* Q, const T* K_band, T* S, T* C = nullptr) {
   const int64_t L = b.keys, Dh = P.Dh;
   constexpr T kOff = -std::numeric_limits<T>::infinity();
-  gemm<T>(false, true, b.rows, L, Dh, static_cast<T>(P.scale), q + (bh * P.Nq + b.i0) * Dh, Dh, K_band, Dh, T(0), S, L);
+  gemm<T>(false, true, b.rows, L, Dh, static_cast<T>(P.scale), Q, Dh, K_band, Dh, T(0), S, L);
   if (C) std::copy(S, S + b.rows * L, C);
   for (int64_t r = 0; r < b.rows; ++r) {  // the runs' tables, the gaps between them (they come in key order)
     T* s = S + r * L;
     int64_t from = 0;
-    for (const row_kernels::Segment& g : plan.segments().of(b.i0 + r)) {
+    for (const row_kernels::Segment& g : plan.segments().of(plan.query(b, r))) {
       const int64_t col = plan.column(b, g);
       std::fill(s + from, s + col, kOff);
       if (et.any())
@@ -282,21 +334,25 @@ void forward(const Problem& P, const Plan& plan, const Tables<T>& tables, const 
 #pragma omp parallel if (items > 1 && row_kernels::thread_count() > 1)
   {
     std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), sums(static_cast<size_t>(plan.max_rows()));
-    std::vector<T> K_gathered(plan.gathers() ? static_cast<size_t>(plan.max_keys() * Dh) : 0), V_gathered(K_gathered.size());
+    // Blocks of queries or keys that are not one matrix: their rows gathered.
+    const size_t gathered = plan.gathers() ? static_cast<size_t>(plan.max_keys() * Dh) : 0;
+    std::vector<T> K_gathered(gathered), V_gathered(gathered), Q_gathered(gathered ? static_cast<size_t>(plan.max_rows() * Dh) : 0),
+        O_rows(Q_gathered.size());
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t bh = item / per_head;
       const Plan::Block& b = plan.blocks()[static_cast<size_t>(item % per_head)];
       const int64_t L = b.keys;
-      T* o = out + (bh * P.Nq + b.i0) * Dh;
+      T* o = detail::query_rows_target(P, plan, b, bh, out, O_rows);
       if (L > 0)
-        detail::block_logits(P, plan, b, bh, detail::EntryTables<T>(P, tables, bh % P.H), q,
+        detail::block_logits(P, plan, b, bh, detail::EntryTables<T>(P, tables, bh % P.H),
+                             detail::query_rows(P, plan, b, bh, q, Q_gathered),
                              detail::band_rows(P, plan, b, bh, k, K_gathered), S.data());
       for (int64_t r = 0; r < b.rows; ++r) {  // e = exp(s - m) in place, its sum
         T* s = S.data() + r * L;
         const T m = L > 0 ? row_kernels::row_max(s, L) : -std::numeric_limits<T>::infinity();
         sums[static_cast<size_t>(r)] = detail::exp_row(s, L, m);
-        lse[bh * P.Nq + b.i0 + r] = sums[static_cast<size_t>(r)] > 0 ? m + std::log(sums[static_cast<size_t>(r)])
+        lse[bh * P.Nq + plan.query(b, r)] = sums[static_cast<size_t>(r)] > 0 ? m + std::log(sums[static_cast<size_t>(r)])
                                                                      : std::numeric_limits<T>::infinity();
       }
       if (L > 0)
@@ -306,6 +362,7 @@ void forward(const Problem& P, const Plan& plan, const Tables<T>& tables, const 
         const T total = sums[static_cast<size_t>(r)];
         for (int64_t d = 0; d < Dh; ++d) o[r * Dh + d] = total > 0 ? o[r * Dh + d] / total : T(0);  // no key: 0
       }
+      detail::put_query_rows(P, plan, b, bh, o, out);
     }
   }
 }
@@ -328,9 +385,11 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<T> S(static_cast<size_t>(plan.max_rows() * plan.max_keys())), dS(S.size()), C(tabled ? S.size() : 0);
-    // A band of several parts: its keys' and values' rows, and their gradients, gathered.
-    std::vector<T> K_gathered(plan.gathers() ? static_cast<size_t>(plan.max_keys() * Dh) : 0),
-        V_gathered(K_gathered.size()), dK_band(K_gathered.size()), dV_band(K_gathered.size());
+    // Blocks of queries or keys that are not one matrix: their rows, and their gradients, gathered.
+    const size_t gathered = plan.gathers() ? static_cast<size_t>(plan.max_keys() * Dh) : 0;
+    std::vector<T> K_gathered(gathered), V_gathered(gathered), dK_band(gathered), dV_band(gathered);
+    std::vector<T> Q_gathered(gathered ? static_cast<size_t>(plan.max_rows() * Dh) : 0), dO_gathered(Q_gathered.size()),
+        dQ_rows(Q_gathered.size());
     const int tid = row_kernels::thread_id();
     T* dk_mine = dk_copies.data() + tid * BH * head;
     T* dv_mine = dv_copies.data() + tid * BH * head;
@@ -338,22 +397,25 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
     for (int64_t item = 0; item < items; ++item) {
       const int64_t bh = item / per_head;
       const Plan::Block& b = plan.blocks()[static_cast<size_t>(item % per_head)];
-      const int64_t L = b.keys, first = bh * P.Nq + b.i0;
+      const int64_t L = b.keys, queries = bh * P.Nq;
       if (L == 0) {  // no query of the block sees a key: no gradient
-        std::fill(grads.dq + first * Dh, grads.dq + (first + b.rows) * Dh, T(0));
+        for (int64_t r = 0; r < b.rows; ++r)
+          std::fill(grads.dq + (queries + plan.query(b, r)) * Dh, grads.dq + (queries + plan.query(b, r) + 1) * Dh, T(0));
         continue;
       }
+      const T* Q = detail::query_rows(P, plan, b, bh, q, Q_gathered);
       const detail::EntryTables<T> et(P, tables, bh % P.H);
       const T* K_band = detail::band_rows(P, plan, b, bh, k, K_gathered);
       const T* V_band = detail::band_rows(P, plan, b, bh, v, V_gathered);
-      detail::block_logits(P, plan, b, bh, et, q, K_band, S.data(), tabled ? C.data() : nullptr);
+      detail::block_logits(P, plan, b, bh, et, Q, K_band, S.data(), tabled ? C.data() : nullptr);
       for (int64_t r = 0; r < b.rows; ++r)  // P = exp(s - lse): 0 in a row that sees no key (lse = +inf)
-        detail::exp_row(S.data() + r * L, L, lse[first + r]);
-      const T* dO = dout + first * Dh;
+        detail::exp_row(S.data() + r * L, L, lse[queries + plan.query(b, r)]);
+      const T* dO = detail::query_rows(P, plan, b, bh, dout, dO_gathered);
       detail::gemm<T>(false, true, b.rows, L, Dh, T(1), dO, Dh, V_band, Dh, T(0), dS.data(), L);  // dP = dO V^T
       for (int64_t r = 0; r < b.rows; ++r) {  // dS = P (dP - D), D = dout_i . out_i
         T D = 0;
-        for (int64_t d = 0; d < Dh; ++d) D += dO[r * Dh + d] * out[(first + r) * Dh + d];
+        const T* o = out + (queries + plan.query(b, r)) * Dh;
+        for (int64_t d = 0; d < Dh; ++d) D += dO[r * Dh + d] * o[d];
         const T* p = S.data() + r * L;
         T* ds = dS.data() + r * L;
         for (int64_t j = 0; j < L; ++j) ds[j] = p[j] * (ds[j] - D);
@@ -363,7 +425,7 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
         for (size_t e = 0; e < kEntryKinds.size(); ++e)
           d_table[e] = dtable_copies[e].empty() ? nullptr : dtable_copies[e].data() + tid * table + (bh % P.H) * P.R;
         for (int64_t r = 0; r < b.rows; ++r)
-          for (const row_kernels::Segment& g : plan.segments().of(b.i0 + r))
+          for (const row_kernels::Segment& g : plan.segments().of(plan.query(b, r)))
             for (int64_t t = 0, col = plan.column(b, g); t < g.len; ++t) {
               const int64_t u = r * L + col + t, e = g.r0 + t;
               const T ds = dS[static_cast<size_t>(u)], c = C[static_cast<size_t>(u)];
@@ -375,14 +437,15 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
             }
       }
       const T scale = static_cast<T>(P.scale);
-      detail::gemm<T>(false, false, b.rows, Dh, L, scale, dS.data(), L, K_band, Dh, T(0), grads.dq + first * Dh,
-                      Dh);  // dQ = scale dS K
+      T* dQ = detail::query_rows_target(P, plan, b, bh, grads.dq, dQ_rows);
+      detail::gemm<T>(false, false, b.rows, Dh, L, scale, dS.data(), L, K_band, Dh, T(0), dQ, Dh);  // dQ = scale dS K
+      detail::put_query_rows(P, plan, b, bh, dQ, grads.dq);
       // dK += scale dS^T Q, dV += P^T dO: in place for a band of one part, else through dK_band, dV_band.
       const bool in_place = b.parts == 1;
       T* dK = in_place ? dk_mine + (bh * P.N + plan.parts(b)[0].j0) * Dh : dK_band.data();
       T* dV = in_place ? dv_mine + (bh * P.N + plan.parts(b)[0].j0) * Dh : dV_band.data();
       const T beta = in_place ? T(1) : T(0);
-      detail::gemm<T>(true, false, L, Dh, b.rows, scale, dS.data(), L, q + first * Dh, Dh, beta, dK, Dh);
+      detail::gemm<T>(true, false, L, Dh, b.rows, scale, dS.data(), L, Q, Dh, beta, dK, Dh);
       detail::gemm<T>(true, false, L, Dh, b.rows, T(1), S.data(), L, dO, Dh, beta, dV, Dh);
       if (!in_place) {
         detail::add_band_rows(P, plan, b, bh, dK, dk_mine);
