@@ -91,7 +91,7 @@ class Plan {
     double seen = 0;  // keys the queries see
     for (int64_t i = 0; i < P.Nq; ++i) seen += static_cast<double>(segments_.keys(i));
     // The queries as planes of Y lines of X (1-D: one line of Nq), cut into patches of ry lines of
-    // rx queries, Bq = rx ry a power of two from 16 to 256: the shape whose patch at the middle of
+    // rx queries, Bq = rx ry a power of two from kMinBlock to 256: the shape whose patch at the middle of
     // the grid has the least band work times (1 + kBlockCost / Bq), among those whose [Bq, L]
     // buffer fits kBufferBytes. On a grid a patch of several lines shares the rows of keys its
     // lines' boxes cross.
@@ -99,7 +99,7 @@ class Plan {
     const int64_t X = qs.size() >= 2 ? qs.back() : std::max<int64_t>(P.Nq, 1), Y = qs.size() >= 2 ? qs[qs.size() - 2] : 1;
     double best = std::numeric_limits<double>::infinity();
     int64_t best_rx = 1, best_ry = 1;
-    for (int64_t Bq = 16; Bq <= 256; Bq *= 2)
+    for (int64_t Bq = kMinBlock; Bq <= 256; Bq *= 2)
       for (int64_t rx = Bq; rx >= 1; rx /= 2) {  // at equal cost the widest patch (fewest lines) wins
         const int64_t ry = Bq / rx;
         if ((rx > 1 && rx / 2 >= X) || (ry > 1 && ry / 2 >= Y)) continue;  // a smaller shape is the same patch
@@ -107,7 +107,7 @@ class Plan {
         probe.add_patch(segments_, X, Y, (X - std::min(rx, X)) / 2, (Y - std::min(ry, Y)) / 2, rx, ry, 0);
         if (probe.blocks.empty()) continue;
         const Block& b = probe.blocks.back();
-        if (Bq > 16 && static_cast<size_t>(b.rows * b.keys) * bytes > kBufferBytes) continue;
+        if (Bq > kMinBlock && static_cast<size_t>(b.rows * b.keys) * bytes > kBufferBytes) continue;
         if (const double cost = static_cast<double>(b.keys) * (1.0 + kBlockCost / static_cast<double>(b.rows)); cost < best)
           best = cost, best_rx = rx, best_ry = ry;
       }
@@ -138,7 +138,11 @@ class Plan {
   // A block's cost beyond its band work, in band work per query: the GEMMs pack each band once a
   // block (measured: docs/design.md, "Tiled kernels").
   static constexpr double kBlockCost = 16.0;
-  // The largest [Bq, L] buffer but for Bq = 16: the L2 cache of a core of the Zen 5 machine (at
+  // The smallest block: blocks of 16 were slower than blocks of 32 in every case measured (quiet,
+  // 1-D N = 1024 at 1, 1/8, 1/32 of the keys: 15.6, 5.5, 7.9 ms against 13.1, 5.1, 4.2; 32 x 32 at
+  // 1/32: 8.7 against 4.9), by more than the packing that kBlockCost counts.
+  static constexpr int64_t kMinBlock = 32;
+  // The largest [Bq, L] buffer but for Bq = kMinBlock: the L2 cache of a core of the Zen 5 machine (at
   // full span on a 64 x 64 grid, blocks of 256 queries with 4 MiB buffers took 153 ms against 136
   // for blocks of 64 with 1 MiB).
   static constexpr size_t kBufferBytes = size_t{1} << 20;
