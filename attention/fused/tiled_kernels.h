@@ -91,7 +91,7 @@ class Plan {
     double seen = 0;  // keys the queries see
     for (int64_t i = 0; i < P.Nq; ++i) seen += static_cast<double>(segments_.keys(i));
     // The queries as planes of Y lines of X (1-D: one line of Nq), cut into patches of ry lines of
-    // rx queries, Bq = rx ry a power of two from kMinBlock to 256: the shape whose patch at the middle of
+    // rx queries, Bq = rx ry a power of two from kMinBlock to kMaxBlock: the shape whose patch at the middle of
     // the grid has the least band work times (1 + kBlockCost / Bq), among those whose [Bq, L]
     // buffer fits kBufferBytes. On a grid a patch of several lines shares the rows of keys its
     // lines' boxes cross.
@@ -99,7 +99,7 @@ class Plan {
     const int64_t X = qs.size() >= 2 ? qs.back() : std::max<int64_t>(P.Nq, 1), Y = qs.size() >= 2 ? qs[qs.size() - 2] : 1;
     double best = std::numeric_limits<double>::infinity();
     int64_t best_rx = 1, best_ry = 1;
-    for (int64_t Bq = kMinBlock; Bq <= 256; Bq *= 2)
+    for (int64_t Bq = kMinBlock; Bq <= kMaxBlock; Bq *= 2)
       for (int64_t rx = Bq; rx >= 1; rx /= 2) {  // at equal cost the widest patch (fewest lines) wins
         const int64_t ry = Bq / rx;
         if ((rx > 1 && rx / 2 >= X) || (ry > 1 && ry / 2 >= Y)) continue;  // a smaller shape is the same patch
@@ -142,6 +142,10 @@ class Plan {
   // 1-D N = 1024 at 1, 1/8, 1/32 of the keys: 15.6, 5.5, 7.9 ms against 13.1, 5.1, 4.2; 32 x 32 at
   // 1/32: 8.7 against 4.9), by more than the packing that kBlockCost counts.
   static constexpr int64_t kMinBlock = 32;
+  // The largest block: at full span blocks of 64 beat 256 (quiet, 2026-11-28 04:25, two runs: 1-D
+  // N = 1,024 11.2 and 10.4 ms against 12.2 and 11.7; 32 x 32 12.2 and 11.3 against 13.2 and 12.5),
+  // and no case measured chose more than 64 and gained by it.
+  static constexpr int64_t kMaxBlock = 64;
   // The largest [Bq, L] buffer but for Bq = kMinBlock: the L2 cache of a core of the Zen 5 machine (at
   // full span on a 64 x 64 grid, blocks of 256 queries with 4 MiB buffers took 153 ms against 136
   // for blocks of 64 with 1 MiB).
