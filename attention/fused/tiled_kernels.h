@@ -25,7 +25,7 @@
 // kernels only while the bands' work is at most kWorkRatio times the keys the queries see
 // (the GEMM does about 5 times the row kernels' keys per second at Dh 32; docs/benchmarks.md),
 // and picks the block size Bq that trades the band's width against the GEMMs' per-block packing.
-// Memory: two [Bq, L] buffers per thread (Bq shrinks as L grows: at most 4 MiB each), never
+// Memory: two [Bq, L] buffers per thread (at most 1 MiB each but for the smallest blocks), never
 // [B, H, N, N]. Blocks run in parallel (OpenMP), each GEMM on its own thread.
 // The row kernels (fused_kernels_impl.h) stay the reference of this file: the fused tests compare
 // both with the dense reference.

@@ -162,7 +162,7 @@ BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
 }
 
 // Without tables, or with per-entry tables only, the fused op runs its tiled kernels
-// (attention/fused/tiled_kernels.h: blocks of 32 to 256 queries on the GEMM, over the union of the
+// (attention/fused/tiled_kernels.h: blocks of 32 to 64 queries on the GEMM, over the union of the
 // keys their runs cover) where the bands pay; the "none" and "local_window" cases above are one
 // block. Here 600 queries make several blocks, the last one short, with padded keys: every key, a
 // causal mask, a window of 41 keys (blocks of 64 queries), cross-attention (300 queries over the
