@@ -90,11 +90,11 @@ class Plan {
   Plan(const Problem& P, size_t bytes) : segments_(P.geometry, P.Nq) {
     double seen = 0;  // keys the queries see
     for (int64_t i = 0; i < P.Nq; ++i) seen += static_cast<double>(segments_.keys(i));
-    // The queries as planes of Y lines of X (1-D: one line of Nq), cut into patches of ry lines of
-    // rx queries, Bq = rx ry a power of two from kMinBlock to kMaxBlock: the shape whose patch at the middle of
-    // the grid has the least band work times (1 + kBlockCost / Bq), among those whose [Bq, L]
-    // buffer fits kBufferBytes. On a grid a patch of several lines shares the rows of keys its
-    // lines' boxes cross.
+    // The queries as planes of Y lines of X (1-D: one line of Nq), cut into patches of ry lines
+    // of rx queries, Bq = rx ry a power of two from kMinBlock to kMaxBlock: the shape whose patch
+    // at the middle of the grid has the least band work times (1 + kBlockCost / Bq), among those
+    // whose [Bq, L] buffer fits kBufferBytes. On a grid a patch of several lines shares the rows
+    // of keys its lines' boxes cross.
     const auto& qs = P.geometry.query_structure;
     const int64_t X = qs.size() >= 2 ? qs.back() : std::max<int64_t>(P.Nq, 1), Y = qs.size() >= 2 ? qs[qs.size() - 2] : 1;
     double best = std::numeric_limits<double>::infinity();
