@@ -12,7 +12,8 @@
 #          images; the 80-epoch time on all 40,000 is extrapolated from its time per image), then
 #          one epoch of the paper's CCT (configs/cct/full.yaml with grid APE) on the same batch
 #          (8,000 training images; the 300-epoch time on 45,000 is extrapolated from it), then the
-#          charlm shakespeare_gpu preset for at most POSGRAD_CHARLM_MINUTES (default 4)
+#          charlm shakespeare_gpu preset for at most POSGRAD_CHARLM_MINUTES (default 4), then 3 epochs
+#          of the seqtasks and treetasks quick presets (the encoder-decoder, APE) with greedy decoding
 #   smoke  here, without a GPU: every bench and app command of the stages above at toy sizes on
 #          the CPU, and each suite's test list, so that the bundle and this script are known to
 #          work before GPU time is spent on them. With POSGRAD_GPU_CHECK_BIN=build/bin it runs a
@@ -26,7 +27,8 @@
 # Usage: scripts/gpu_check.sh [tests|bench|apps|all|smoke]...      (default: all)
 # Through the device tool (10 minutes a call): `tests bench apps` fit one call on an H100/H200 with
 # POSGRAD_CHARLM_MINUTES=1.5; POSGRAD_GPU_SUITE_SECONDS (default 300) limits each suite, and
-# POSGRAD_GPU_APPS (default "posattn cct charlm") picks the apps stage's runs.
+# POSGRAD_GPU_APPS (default "posattn cct charlm seqtasks treetasks") picks the apps stage's runs and
+# POSGRAD_GPU_BENCHES (default "matmul transformer posattn charlm") the bench stage's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stages=("$@")
@@ -187,21 +189,22 @@ fi
 # The benchmarks: GPU sizes, or toy ones for the smoke stage.
 if wants bench || wants smoke; then
   log=$out/bench.log
+  bench_wanted() { [[ " ${POSGRAD_GPU_BENCHES:-matmul transformer posattn charlm} " == *" $1 "* ]]; }
   if [[ $device == cuda ]]; then
-    step bench_gpu_matmul "$log" run_posgrad "$bin/bench_gpu_matmul" --sizes 1024,2048,4096,8192 --reps 30
-    for run in 1 2 3; do
+    bench_wanted matmul && step bench_gpu_matmul "$log" run_posgrad "$bin/bench_gpu_matmul" --sizes 1024,2048,4096,8192 --reps 30
+    bench_wanted transformer && for run in 1 2 3; do
       step "bench_transformer run $run" "$log" run_posgrad "$bin/bench_transformer" --device cuda --batch 64 --tokens 512 \
         --width 256 --heads 8 --ff 1024 --layers 6 --reps 10 --warmup 3
     done
-    for run in 1 2; do  # bf16 autocast (tensor/autocast.h) against the twin's torch.autocast
+    bench_wanted transformer && for run in 1 2 3; do  # bf16 autocast (tensor/autocast.h) against the twin's torch.autocast
       step "bench_transformer bf16 run $run" "$log" run_posgrad "$bin/bench_transformer" --device cuda --batch 64 \
         --tokens 512 --width 256 --heads 8 --ff 1024 --layers 6 --reps 10 --warmup 3 --autocast bf16
     done
-    for run in 1 2 3; do
+    bench_wanted posattn && for run in 1 2 3; do
       step "bench_posattn_step run $run" "$log" run_posgrad "$bin/bench_posattn_step" --device cuda --batch 20 --side 32 \
         --dims 2 --span 1 --reps 10 --warmup 3 --twins both --twin-reps 10 --twin-warmup 3
     done
-    for run in 1 2 3; do
+    bench_wanted charlm && for run in 1 2 3; do
       step "bench_charlm_step run $run" "$log" run_posgrad "$bin/bench_charlm_step" --device cuda --batch 64 --segment 256 \
         --max-span 1024 --layers 6 --width 384 --heads 6 --ff 1536 --reps 10 --warmup 3 --generate 200
     done
@@ -230,7 +233,7 @@ if wants apps || wants smoke; then
 fi
 if (wants apps || wants smoke) && [[ $have_data == 1 ]]; then
   log=$out/apps.log
-  app_wanted() { [[ " ${POSGRAD_GPU_APPS:-posattn cct charlm} " == *" $1 "* ]]; }
+  app_wanted() { [[ " ${POSGRAD_GPU_APPS:-posattn cct charlm seqtasks treetasks} " == *" $1 "* ]]; }
   # posattn: the thesis arm 2-D SIREN + span t=0.1 for one epoch of the bundle's batch.
   posattn_args=(--config configs/posattn/2d_span_t01.yaml -Ddevice=$device -Ddata.dir="$data" -Ddata.train_batches=1
                 -Dtrain.epochs=1 --out "$runs/posattn")
@@ -275,6 +278,26 @@ print(f"    charlm: {s['steps']} steps in {s['train_seconds']:.0f} s ({per_step 
       f"stopped by the time limit: {s['stopped_by_time_limit']}, span avg {s['span_avg']:.0f} max {s['span_max']:.0f}")
 EOF
   fi
+  # seqtasks, treetasks: the encoder-decoder on the GPU, 3 epochs of the quick presets (sequence APE
+  # on REVERSE, tree APE on ROTATE depth-first), then the test set's perplexity and greedy decoding.
+  transduction_runs=(
+    "seqtasks --config configs/seqtasks/quick.yaml --config configs/seqtasks/schemes/ape.yaml -Dtask=reverse"
+    "treetasks --config configs/treetasks/quick.yaml --config configs/treetasks/schemes/ape_tree.yaml -Dtask=rotate -Dorder=depth")
+  for run in "${transduction_runs[@]}"; do
+    read -r app preset <<< "$run"
+    app_wanted "$app" || continue
+    # shellcheck disable=SC2086  # the preset is words
+    app_args=(train $preset -Ddevice=$device -Dtrain.epochs=3 -Dtrain.warmup_epochs=1 --out "$runs/$app")
+    [[ $device == cuda ]] || app_args+=(-Ddata.train=64 -Ddata.dev=16 -Ddata.test=16 -Dtrain.epochs=1 -Dtrain.warmup_epochs=0)
+    step "$app quick preset, 3 epochs" "$log" run_posgrad "$bin/$app" "${app_args[@]}"
+    [[ -f $runs/$app/summary.json ]] && python3 - "$app" "$runs/$app" <<'EOF' | tee -a "$summary" || no_summary "$app"
+import json, sys
+app, run = sys.argv[1:]
+s = json.load(open(run + "/summary.json"))
+print(f"    {app}: {s['steps']} steps in {s['seconds']:.1f} s ({s['seconds'] / max(1, s['epochs']):.1f} s an epoch), "
+      f"best dev_loss {s['best_dev_loss']:.4f}, test ppl {s['test_ppl']:.3f}, greedy exact match {s['test_exact_match']:.4f}")
+EOF
+  done
 fi
 rm -rf "$runs"
 say "gpu_check: $failed step(s) failed"

@@ -2,8 +2,10 @@
 // operands as bfloat16 (8 significant bits) and sums the products in float32; its result, the
 // parameters (the master weights) and every gradient stay float32. The backward's matmuls run in
 // the same mode when the backward is called inside the scope (as a training step does).
-//   CUDA  cuBLAS with CUBLAS_COMPUTE_32F_FAST_16BF: the operands are converted to bf16 inside the
-//         GEMM and the bf16 tensor cores run it (Ampere and later), with no copies in posgrad.
+//   CUDA  the operands are rounded to bf16 (to nearest, ties to even) into scratch copies and
+//         cuBLAS multiplies them on the bf16 tensor cores with float32 sums (Ampere and later).
+//         Not CUBLAS_COMPUTE_32F_FAST_16BF on the float32 operands: its conversion inside the GEMM
+//         gave products 2.4e-3 of the largest value away from the CPU's rounding on an H200.
 //   CPU   the operands are rounded to bf16 (to nearest, ties to even) into copies and multiplied
 //         by the float32 GEMM: the same numbers as the GPU's up to the order of the sums, and no
 //         speed-up. It is there so that the CPU is the GPU's reference and so that the tolerances

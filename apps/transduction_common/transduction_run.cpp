@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "apps/common/data_parallel.h"
+#include "apps/common/device_setting.h"
 #include "apps/common/mask_generators.h"
 #include "apps/common/finite_guard.h"
 #include "apps/common/progress.h"
@@ -68,8 +69,8 @@ TransductionBatch batch_rows(const TransductionBatch& b, Rows rows) {
 
 TransductionExperiment shared_experiment(const TransductionSettings& c, const std::string& app,
                                          const std::string& description) {
-  if (c.device != "cpu") fail("device: {} trains on the CPU only for now (got '{}')", app, c.device);
   TransductionExperiment x;
+  x.device = apps::usable_device(c.device);
   x.app = app;
   x.description = description;
   x.seed = static_cast<uint64_t>(c.seed);
@@ -78,7 +79,7 @@ TransductionExperiment shared_experiment(const TransductionSettings& c, const st
 }
 
 Tensor source_padding(const TransductionBatch& batch) {
-  return eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype()));
+  return eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype(), batch.source_mask.device()));
 }
 
 std::vector<bool> sequence_greedy_matches(EncoderDecoder& model, const std::vector<TransductionExample>& examples,
@@ -87,7 +88,7 @@ std::vector<bool> sequence_greedy_matches(EncoderDecoder& model, const std::vect
   std::vector<int64_t> first(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) first[static_cast<size_t>(b)] = examples[static_cast<size_t>(indices[b])].target[0];
   const Tensor decoded = greedy_decode(model, batch.source, source_padding(batch),
-                                       Tensor::from_vector<int64_t>(first, {B}), {.steps = batch.decoder_input.size(1)});
+                                       Tensor::from_vector<int64_t>(first, {B}).to(batch.source.device()), {.steps = batch.decoder_input.size(1)});
   const auto tokens = decoded.to_vector<int64_t>();  // [B, T + 1]
   const size_t width = static_cast<size_t>(decoded.size(1));
   std::vector<bool> right(static_cast<size_t>(B));
@@ -101,6 +102,7 @@ std::vector<bool> sequence_greedy_matches(EncoderDecoder& model, const std::vect
 SplitScore score_split(EncoderDecoder& model, const std::vector<TransductionExample>& examples, int64_t batch_size,
                        const GreedyMatcher& greedy_matches) {
   NoGradGuard no_grad;
+  const Device device = model.parameters().front().value().device();
   const bool was_training = model.is_training();
   model.eval();
   TokenLoss paper, released;
@@ -109,7 +111,7 @@ SplitScore score_split(EncoderDecoder& model, const std::vector<TransductionExam
   for (int64_t start = 0; start < n; start += batch_size) {
     std::vector<int64_t> indices(static_cast<size_t>(std::min(n, start + batch_size) - start));
     std::iota(indices.begin(), indices.end(), start);
-    const TransductionBatch batch = make_transduction_batch(examples, indices);
+    const TransductionBatch batch = make_transduction_batch(examples, indices).to(device);
     const Tensor logits = model.forward(batch).value();  // [B, T, V]
     paper.add(token_cross_entropy(logits, batch.decoder_target, batch.target_mask));
     released.add(released_token_cross_entropy(logits, batch.decoder_target, batch.target_mask, batch.input_mask));
@@ -128,11 +130,13 @@ SplitScore score_split(EncoderDecoder& model, const std::vector<TransductionExam
 
 void train(const TransductionExperiment& x, const Settings& settings, const TrainRequest& request) {
   const TrainSettings& t = x.train;
-  DataParallel dp(kCPU);
+  DataParallel dp(x.device);
+  const Device device = dp.device();
   dp.shard(t.batch_size, "train.batch_size");  // refuses a batch the ranks cannot share
   const uint64_t seed = dp.seed(x.seed);
   Generator gen(seed);
   EncoderDecoder model(x.model, gen);
+  model.to(device);
   dp.replicate(model);
   AdamW opt(model.parameters(), {.lr = t.lr, .weight_decay = t.weight_decay});
   const int64_t n_train = static_cast<int64_t>(x.data.train.size());
@@ -144,7 +148,7 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
      // on these data (a scheme that does not take their positions) is refused with nothing written.
     NoGradGuard no_grad;
     model.eval();
-    model.forward(make_transduction_batch(x.data.train, {0}));
+    model.forward(make_transduction_batch(x.data.train, {0}).to(device));
     model.train();
   }
   RunDir run = dp.open_run_dir(request, settings, dp.describe(t.batch_size, 1, t.lr));
@@ -185,7 +189,8 @@ void train(const TransductionExperiment& x, const Settings& settings, const Trai
       // Every rank batches the whole global batch (so its padding is the single process's) and
       // computes its rows (rows_of_rank).
       const TransductionBatch global =
-          make_transduction_batch(x.data.train, std::vector<int64_t>(order.begin() + lo, order.begin() + hi));
+          make_transduction_batch(x.data.train, std::vector<int64_t>(order.begin() + lo, order.begin() + hi))
+              .to(device);
       const Rows mine = rows_of_rank(global.size(), dp.rank(), dp.size());
       const TransductionBatch batch = batch_rows(global, mine);
       // The loss of the global batch is its mean over the scored tokens of all rows: each rank
@@ -281,6 +286,7 @@ void eval(const TransductionExperiment& x, const std::string& run_dir, const std
   Generator gen(x.seed);
   EncoderDecoder model(x.model, gen);
   model.load_state_dict(load_checkpoint(checkpoint).model);
+  model.to(x.device);
   const SplitScore s = score_split(model, split == "dev" ? x.data.dev : x.data.test, x.train.eval_batch_size,
                                    x.greedy_matches);
   fmt::print("{} checkpoint {} on the {} split ({} examples): perplexity {:.4f} (released variant {:.4f}), greedy "

@@ -55,13 +55,14 @@ struct TransductionExperiment {
   TransductionSplits data;
   EncoderDecoderConfig model;
   uint64_t seed = 0;         // initialisation, dropout, shuffling
+  Device device = kCPU;      // where the model trains and is scored
   TrainSettings train;
   GreedyMatcher greedy_matches;
   nlohmann::json summary;    // keys added to summary.json (task, scheme, ...)
 };
 
 // What every app's experiment takes from the shared settings: the app's name and description, the
-// seed, the recipe; a device other than cpu is an Error. The app fills in data, model,
+// seed, the device (an Error when it cannot be used), the recipe. The app fills in data, model,
 // greedy_matches and summary.
 TransductionExperiment shared_experiment(const TransductionSettings& c, const std::string& app,
                                          const std::string& description);

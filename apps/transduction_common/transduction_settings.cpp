@@ -13,7 +13,7 @@ namespace posgrad::transduction_app {
 
 void declare_seed_and_device(apps::Settings& s, TransductionSettings& c, const std::string& app) {
   s.add("seed", c.seed, "the model's initialisation, dropout and shuffling (the data have their own data.seed)").at_least(0);
-  s.add("device", c.device, fmt::format("cpu (the only device {} trains on for now)", app));
+  s.add("device", c.device, fmt::format("cpu, cuda or cuda:N: where {} trains and scores", app));
 }
 
 void declare_parts_model_and_recipe(apps::Settings& s, TransductionSettings& c, const std::string& scheme_help) {

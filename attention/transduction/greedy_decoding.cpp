@@ -70,7 +70,8 @@ std::vector<DecodedTree> greedy_decode_tree(EncoderDecoder& model, const Tensor&
       }
     const Tensor heap_tensor = Tensor::from_vector<int64_t>(heaps, {B, static_cast<int64_t>(t)});
     const Positions at = Positions::tree(heap_tensor, model.config().branching);
-    const Variable states = model.decode(Tensor::from_vector<int64_t>(tokens, {B, static_cast<int64_t>(t)}), memory,
+    const Tensor prefix = Tensor::from_vector<int64_t>(tokens, {B, static_cast<int64_t>(t)}).to(source.device());
+    const Variable states = model.decode(prefix, memory,
                                          source_padding, &at, &source_at);
     const auto next = argmax(model.logits(narrow(states, 1, static_cast<int64_t>(t) - 1, 1)).value(), 2).to_vector<int64_t>();
     for (size_t b = 0; b < out.size(); ++b) {

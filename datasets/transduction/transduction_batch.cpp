@@ -38,6 +38,14 @@ Tensor causal_mask_from_order(const std::vector<int64_t>& order) {
   return Tensor::from_vector(mask, {length, length});
 }
 
+TransductionBatch TransductionBatch::to(Device device) const {
+  TransductionBatch b = *this;
+  for (Tensor* t : {&b.source, &b.source_mask, &b.decoder_input, &b.decoder_target, &b.target_mask, &b.input_mask,
+                    &b.decoder_mask, &b.source_heap, &b.decoder_heap})
+    if (t->defined()) *t = t->to(device);
+  return b;
+}
+
 TransductionBatch make_transduction_batch(const std::vector<TransductionExample>& examples,
                                           const std::vector<int64_t>& indices) {
   if (indices.empty()) fail("transduction batch: no examples selected");

@@ -49,6 +49,7 @@ struct TransductionBatch {
   Tensor decoder_mask;                              // [B, T, T]
   Tensor source_heap, decoder_heap;                 // [B, N], [B, T]; tree tasks only
   int64_t size() const { return source.size(0); }   // B
+  TransductionBatch to(Device device) const;        // every tensor copied to `device`
 };
 
 // The batch of examples[indices[0]], examples[indices[1]], ... in that order.

@@ -4,12 +4,14 @@
 // backend does any host-side stride or dtype work). The host waits only for device-to-host
 // copies, index bounds checks and int64 division by zero. Matmul: cuBLAS strided-batched GEMM
 // with the transposes read off the strides; TF32 only when set_cuda_allow_tf32(true), bf16
-// tensor cores inside an AutocastBf16 scope (tensor/autocast.h).
+// tensor cores on bf16-rounded copies of the operands inside an AutocastBf16 scope
+// (tensor/autocast.h).
 #include "tensor/cuda/cuda_backend.h"
 
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <memory>
 
 #include "tensor/autocast.h"
 #include "tensor/cuda/allocator.h"
@@ -215,12 +217,25 @@ void CudaBackend::matmul(const Tensor& a_in, const Tensor& b_in, Tensor& out) {
   const int ldc = to_int(p.ldc, "N"), count = to_int(p.batch, "the batch");
   const long long stride_a = p.stride_a, stride_b = p.stride_b, stride_c = p.stride_c;
   cublasHandle_t handle = cublas_handle(ctx);
-  if (a.dtype() == kFloat32) {
+  if (a.dtype() == kFloat32 && autocast_bf16()) {
+    // bf16 autocast (tensor/autocast.h): each operand's memory, as the GEMM reads it (same strides),
+    // rounded to bf16 into scratch, then bf16 tensor cores with float32 sums and a float32 result.
     const float alpha = 1.0f, beta = 0.0f;
-    // bf16 autocast (tensor/autocast.h): cuBLAS converts the operands and runs bf16 tensor cores.
-    const cublasComputeType_t compute = autocast_bf16()       ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                        : cuda_allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                            : CUBLAS_COMPUTE_32F;
+    const auto rounded = [&](const Tensor& t) {
+      int64_t extent = 1;  // elements from the first to the last one the GEMM reads
+      for (int d = 0; d < 3; ++d) extent += (t.size(d) - 1) * t.stride(d);
+      auto copy = std::make_unique<DeviceScratch>(static_cast<size_t>(extent) * 2, ctx.index);
+      launch_round_to_bf16(t.data<float>(), copy->as<void>(), extent, ctx.stream);
+      return copy;
+    };
+    const auto a16 = rounded(a), b16 = rounded(b);
+    POSGRAD_CUBLAS_CHECK("matmul", cublasGemmStridedBatchedEx(
+        handle, op_a, op_b, m, n, k, &alpha, b16->as<void>(), CUDA_R_16BF, lda, stride_a, a16->as<void>(),
+        CUDA_R_16BF, ldb, stride_b, &beta, out.raw_data(), CUDA_R_32F, ldc, stride_c, count,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else if (a.dtype() == kFloat32) {
+    const float alpha = 1.0f, beta = 0.0f;
+    const cublasComputeType_t compute = cuda_allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     POSGRAD_CUBLAS_CHECK("matmul", cublasGemmStridedBatchedEx(
         handle, op_a, op_b, m, n, k, &alpha, b.raw_data(), CUDA_R_32F, lda, stride_a, a.raw_data(),
         CUDA_R_32F, ldb, stride_b, &beta, out.raw_data(), CUDA_R_32F, ldc, stride_c, count, compute,

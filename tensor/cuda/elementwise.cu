@@ -4,6 +4,8 @@
 // instantiations, and nvcc's time, small. Operands are strided (coalesced on the host), so
 // broadcasts (stride 0) and transposed views need no copy. The formulas are the CPU's own
 // (tensor/element_ops.h); libdevice's transcendental functions may differ from glibc by a few ulp.
+#include <cuda_bf16.h>
+
 #include "tensor/cuda/device_utils.cuh"
 #include "tensor/element_ops.h"
 
@@ -51,6 +53,12 @@ __global__ void fill_kernel(T* dst, int64_t n, T value) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x)
     dst[i] = value;
+}
+
+__global__ void round_to_bf16_kernel(const float* src, __nv_bfloat16* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    dst[i] = __float2bfloat16_rn(src[i]);  // to nearest, ties to even: the CPU's round_to_bf16
 }
 
 template <typename T, typename C>
@@ -144,6 +152,12 @@ void launch_accumulate(KType type, void* dst, const void* src, const Strided<2>&
                                                                       static_cast<const T*>(src), s);
   });
   check_launch("add_", "accumulate_kernel");
+}
+
+void launch_round_to_bf16(const float* src, void* dst, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  round_to_bf16_kernel<<<grid_for(n), kThreads, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n);
+  check_launch("matmul (bf16 autocast)", "round_to_bf16_kernel");
 }
 
 }  // namespace posgrad::cuda

@@ -34,6 +34,8 @@ void launch_binary(KType type, BinaryOp op, const void* a, const void* b, void* 
                    const Strided<3>& s, int64_t* error_flag, cudaStream_t stream);
 void launch_where(KType type, KType cond_type, const void* cond, const void* a, const void* b,
                   void* out, const Strided<4>& s, cudaStream_t stream);
+// dst[i] = src[i] rounded to bfloat16 (to nearest, ties to even); dst holds n 2-byte values.
+void launch_round_to_bf16(const float* src, void* dst, int64_t n, cudaStream_t stream);
 // dst[i] += src[i] (operand 0 = src, operand 1 = dst).
 void launch_accumulate(KType type, void* dst, const void* src, const Strided<2>& s,
                        cudaStream_t stream);

@@ -87,13 +87,6 @@ EncoderDecoderConfig golden_config(const nlohmann::json& cfg) {
 }
 
 // The batch's tensors on `device`.
-TransductionBatch batch_on(TransductionBatch b, Device device) {
-  for (Tensor* t : {&b.source, &b.source_mask, &b.decoder_input, &b.decoder_target, &b.target_mask, &b.input_mask,
-                    &b.decoder_mask, &b.source_heap, &b.decoder_heap})
-    if (t->defined()) *t = t->to(device);
-  return b;
-}
-
 const char* kEncoderDecoderGoldenFiles[] = {"ape_postnorm", "sinusoidal_prenorm", "ape_tree_postnorm"};
 
 // Loads golden file `name` into a model on `device` and compares everything with it (values come
@@ -113,13 +106,13 @@ void check_golden_encoder_decoder(const std::string& name, Device device) {
   for (const auto& [key, t] : golden.tensors) golden_params += key.rfind("param.", 0) == 0;
   BOOST_TEST(model.named_parameters().size() == golden_params);  // no parameter left out on either side
 
-  const TransductionBatch batch = batch_on(golden_batch(golden), device);
+  const TransductionBatch batch = golden_batch(golden).to(device);
   const double smoothing = cfg["label_smoothing"];
   const auto loss_of = [&] {
     return cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Mean, kIgnoreTarget, smoothing);
   };
   const Positions source_at = model.source_positions(batch);
-  const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype()));
+  const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype(), batch.source_mask.device()));
   expect_close("encoder_output", model.encode(batch.source, padding, &source_at).value(), golden.at("encoder_output"),
                1e-10, 1e-8);
   expect_close("logits", model.forward(batch).value(), golden.at("logits"), 1e-10, 1e-8);
@@ -215,7 +208,7 @@ BOOST_AUTO_TEST_CASE(tree_ape_maps_computed_once_per_forward) {
   model.forward(batch);
   BOOST_TEST(model.ape_maps()->tables_computed() == 1);
   const Positions source_at = model.source_positions(batch), decoder_at = model.decoder_positions(batch);
-  const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype()));
+  const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype(), batch.source_mask.device()));
   const Variable memory = model.encode(batch.source, padding, &source_at);
   BOOST_TEST(model.ape_maps()->tables_computed() == 2);
   model.decode(batch.decoder_input, memory, padding, &decoder_at, &source_at);

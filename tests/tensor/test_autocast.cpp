@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(the_scope_nests_restores_and_is_per_thread) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-// cuBLAS's bf16 tensor cores (CUBLAS_COMPUTE_32F_FAST_16BF) against the CPU's rounding.
+// cuBLAS's bf16 tensor cores on the GPU's bf16-rounded operands against the CPU's rounding.
 BOOST_AUTO_TEST_SUITE(autocast_bf16_cuda, *boost::unit_test::precondition(posgrad::test::GpuPresent()))
 
 BOOST_AUTO_TEST_CASE(cuda_matmul_matches_the_cpu_rounding) {
