@@ -48,7 +48,7 @@ NOT_RUN=(
   "tensorboard --logdir*|a web server that runs until stopped; the tensorboard_reader test reads a count24 run's event files with TensorBoard's own reader"
   "apt-get install*|installs Debian packages as root"
   "sudo apt-get install*|installs Debian packages as root"
-  "build-avx2/bin/bench_sgemm *|the AVX2 build folder of docs/benchmarks.md (a second build of the library for x86-64-v3); build/bin/bench_sgemm runs here"
+  "build-avx2/bin/bench_*|the AVX2 build folder of docs/benchmarks.md (a second build of the library for x86-64-v3); the same benchmark from build/bin runs here"
   "scripts/gpu_bundle.sh*|a full CUDA build into build-gpu, by hand before a GPU session (docs/benchmarks.md)"
   "scripts/gpu_check.sh*|runs on a lent GPU machine with the bundle of scripts/gpu_bundle.sh"
   "cmake -S . -B build*|the plain_configure tests configure the project the same way, into a scratch folder"
