@@ -30,8 +30,8 @@ std::string attention_path_name(AttentionPath path) {
 }
 
 std::string attention_path_help() {
-  return "attention implementation: auto (fused when it can run, else reference), reference (dense scores: any "
-         "device, attention dropout, probabilities for figures), fused (CPU op over the positional tables that "
+  return "attention implementation: auto (fused when it can run on the CPU, else reference), reference (dense scores: any "
+         "device, attention dropout, probabilities for figures), fused (the op over the positional tables that "
          "skips keys outside the span; an error when it cannot run)";
 }
 

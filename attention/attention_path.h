@@ -22,7 +22,7 @@
 namespace posgrad {
 
 enum class AttentionPath {
-  Auto,       // fused when it can run, else reference
+  Auto,       // fused when it can run on the CPU, else reference
   Reference,  // always the dense reference
   Fused,      // always the fused op; an Error naming the reason when it cannot run
 };

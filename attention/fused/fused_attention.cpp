@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "attention/fused/fused_kernels.h"
+#include "attention/fused/gpu/fused_gpu.h"
 #include "attention/scaled_dot_product.h"
 
 namespace posgrad {
@@ -21,10 +22,10 @@ using fused_detail::RowGeometry;
 using KernelTables = std::array<Variable, kTableKindCount>;
 
 // A hook's table of kind `kind` -> the kernels' layout, or an Error naming the shape it must have.
-Variable kernel_table(const TableKind& kind, const Variable& t, const Problem& P, DType dtype) {
+Variable kernel_table(const TableKind& kind, const Variable& t, const Problem& P, DType dtype, Device device) {
   const int64_t H = P.H, R = P.R, Dh = P.Dh;
-  if (!t.value().device().is_cpu())
-    fail("fused attention: table {} must be on the CPU, got {}", kind.name, t.value().describe());
+  if (t.value().device() != device)
+    fail("fused attention: table {} must be on q's device {}, got {}", kind.name, device.str(), t.value().describe());
   if (t.dtype() != dtype)
     fail("fused attention: table {} is {} but q is {}; convert the hook with to()", kind.name, t.value().describe(),
          dtype_name(dtype));
@@ -48,11 +49,12 @@ Variable kernel_table(const TableKind& kind, const Variable& t, const Problem& P
 }
 
 // Also sets P.W from a row window table (and checks its positions: 1-D sequences only).
-KernelTables kernel_tables(const AttentionTerms& terms, Problem& P, const PositionPair& positions, DType dtype) {
+KernelTables kernel_tables(const AttentionTerms& terms, Problem& P, const PositionPair& positions, DType dtype,
+                           Device device) {
   KernelTables kt;
   for (size_t i = 0; i < kTableKindCount; ++i)
     if (const Variable& t = terms.*kTableKinds[i].member; t.defined()) {
-      kt[i] = kernel_table(kTableKinds[i], t, P, dtype);
+      kt[i] = kernel_table(kTableKinds[i], t, P, dtype, device);
       if (kTableKinds[i].shape != TableShape::RowWindow) continue;
       if (positions.is_tree() || positions.dims() != 1)
         fail("fused attention: table {} needs 1-D sequence positions, got {}", kTableKinds[i].name, positions.describe());
@@ -72,6 +74,7 @@ fused_detail::Tables<T> table_pointers(const std::vector<Tensor>& t) {  // in Ke
 struct Setup {
   Problem problem;
   std::shared_ptr<std::vector<uint8_t>> padded;
+  Tensor padded_flags;  // int64 [B, N] on q's device, for the GPU kernels (undefined: no padding)
 };
 
 Setup make_setup(const Tensor& q, const Tensor& k, const AttentionSpec& spec, bool uses_tables) {
@@ -111,6 +114,8 @@ Setup make_setup(const Tensor& q, const Tensor& k, const AttentionSpec& spec, bo
     s.padded = std::make_shared<std::vector<uint8_t>>(flags.size());
     for (size_t i = 0; i < flags.size(); ++i) (*s.padded)[i] = flags[i] != 0.0 ? 1 : 0;
     P.padded = s.padded->data();
+    s.padded_flags = Tensor::from_vector<int64_t>(std::vector<int64_t>(s.padded->begin(), s.padded->end()),
+                                         {P.B, P.N}).to(q.device());
   }
   return s;
 }
@@ -121,9 +126,9 @@ void check_qkv(const Variable& q, const Variable& k, const Variable& v) {
       q.size(3) != k.size(3))
     fail("fused attention: k, v must be [B, H, N, Dh] and q [B, H, Nq, Dh], got q {}, k {}, v {}",
          q.value().describe(), k.value().describe(), v.value().describe());
-  if (!q.value().device().is_cpu() || !k.value().device().is_cpu() || !v.value().device().is_cpu())
-    fail("fused attention: the fused path is CPU code; got q {} (use the reference path on other devices)",
-         q.value().describe());
+  if (k.value().device() != q.value().device() || v.value().device() != q.value().device())
+    fail("fused attention: q, k, v must be on one device, got q {}, k {}, v {}", q.value().describe(),
+         k.value().describe(), v.value().describe());
   if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
     fail("fused attention: q, k, v must share float32 or float64, got {}, {}, {}", q.value().describe(),
          k.value().describe(), v.value().describe());
@@ -142,14 +147,109 @@ Tensor run_forward(const Setup& s, const std::vector<Tensor>& tables, const Tens
   return out;
 }
 
+// ---------------------------------------------------------------- the GPU kernels (gpu/)
+
+// Why the GPU kernels cannot take these tables ("" when they can).
+std::string gpu_blocker(const KernelTables& kt) {
+  if (kt[table_kind("row_prob_mask")].defined())
+    return "a mask per query row (row_prob_mask: the adaptive span) is not in the GPU kernels yet";
+  return "";
+}
+
+// The problem as fused_gpu_math.h reads it: the geometry as numbers, the tables' pointers.
+template <typename T>
+fused_gpu::Problem<T> gpu_problem(const Setup& s, const std::vector<Tensor>& tables) {
+  const Problem& P = s.problem;
+  fused_gpu::Problem<T> pb;
+  pb.B = P.B, pb.H = P.H, pb.Nq = P.Nq, pb.N = P.N, pb.Dh = P.Dh, pb.R = P.R;
+  pb.scale = static_cast<T>(P.scale);
+  pb.padded = s.padded_flags.defined() ? s.padded_flags.data<int64_t>() : nullptr;
+  const RowGeometry& g = P.geometry;
+  fused_gpu::Geometry& G = pb.geometry;
+  G.dims = static_cast<int>(g.structure.size());
+  for (int d = 0; d < G.dims; ++d) {
+    G.key_size[d] = g.structure[d], G.query_size[d] = g.query_structure[d], G.query_first[d] = g.query_first[d];
+    G.lo[d] = g.lo[d], G.hi[d] = g.hi[d], G.relative_lo[d] = g.relative_lo[d];
+  }
+  for (int d = G.dims - 1; d >= 0; --d)
+    G.rstride[d] = d == G.dims - 1 ? 1 : G.rstride[d + 1] * (G.query_size[d + 1] + G.key_size[d + 1] - 1);
+  const auto table = [&](size_t kind) { return tables[kind].defined() ? tables[kind].data<T>() : nullptr; };
+  pb.tables = {table(table_kind("key_bias")), table(table_kind("query_table")), table(table_kind("bias")),
+               table(table_kind("modulation")), table(table_kind("positional_modulation")),
+               table(table_kind("prob_mask"))};
+  return pb;
+}
+
+// fused_attention on the GPU kernels: on q's GPU, or (host) their arithmetic on the CPU.
+Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
+                                     const AttentionSpec& spec, bool host) {
+  check_qkv(q, k, v);
+  if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
+  const Device device = q.value().device();
+  Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
+  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), device);
+  if (const std::string why = gpu_blocker(kt); !why.empty()) fail("fused attention on a GPU: {}", why);
+  const fused_gpu::Where where{host, device.index};
+  std::vector<Variable> inputs{q, k, v};
+  std::vector<Tensor> table_values;  // in KernelTables order, undefined where absent
+  std::vector<int> table_slot;       // input index of each table (-1 absent)
+  for (const Variable& t : kt) {
+    table_values.push_back(t.defined() ? t.value() : Tensor());
+    table_slot.push_back(t.defined() ? static_cast<int>(inputs.size()) : -1);
+    if (t.defined()) inputs.push_back(t);
+  }
+  const Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
+  const Problem& P = setup.problem;
+  Tensor out = Tensor::empty(qc.shape(), qc.dtype(), device), lse = Tensor::empty({P.B, P.H, P.Nq}, qc.dtype(), device);
+  dispatch_float(qc.dtype(), "fused attention", [&]<typename T>() {
+    fused_gpu::forward<T>(gpu_problem<T>(setup, table_values), qc.data<T>(), kc.data<T>(), vc.data<T>(), out.data<T>(),
+                          lse.data<T>(), where);
+  });
+  return record("fused_attention", out, inputs,
+                [setup, table_values, table_slot, qc, kc, vc, out, lse, where, device](const Tensor& g,
+                                                                                   const std::vector<bool>& needs) {
+                  const Problem& P = setup.problem;
+                  const Tensor gc = g.contiguous();
+                  const DType dtype = qc.dtype();
+                  Tensor dq = Tensor::empty(qc.shape(), dtype, device), dk = Tensor::empty(kc.shape(), dtype, device),
+                         dv = Tensor::empty(kc.shape(), dtype, device);
+                  const Tensor D = Tensor::empty({P.B, P.H, P.Nq}, dtype, device);
+                  std::vector<Tensor> dtables(table_values.size());
+                  for (size_t i = 0; i < table_values.size(); ++i)
+                    if (table_slot[i] >= 0 && needs[static_cast<size_t>(table_slot[i])])
+                      dtables[i] = Tensor::empty(table_values[i].shape(), dtype, device);
+                  const size_t key_bias = table_kind("key_bias");
+                  const Tensor share = dtables[key_bias].defined() ? Tensor::empty({P.B, P.H, P.N}, dtype, device) : Tensor();
+                  dispatch_float(dtype, "fused attention backward", [&]<typename T>() {
+                    const auto grad = [&](size_t kind) { return dtables[kind].defined() ? dtables[kind].data<T>() : nullptr; };
+                    const fused_gpu::TableGrads<T> tg{grad(table_kind("query_table")), grad(table_kind("bias")),
+                                                      grad(table_kind("modulation")),
+                                                      grad(table_kind("positional_modulation")),
+                                                      grad(table_kind("prob_mask"))};
+                    fused_gpu::backward<T>(gpu_problem<T>(setup, table_values), qc.data<T>(), kc.data<T>(), vc.data<T>(),
+                                           out.data<T>(), lse.data<T>(), gc.data<T>(), dq.data<T>(), dk.data<T>(),
+                                           dv.data<T>(), tg, grad(key_bias),
+                                           {D.data<T>(), share.defined() ? share.data<T>() : nullptr}, where);
+                  });
+                  std::vector<Tensor> grads(needs.size());
+                  if (needs[0]) grads[0] = dq;
+                  if (needs[1]) grads[1] = dk;
+                  if (needs[2]) grads[2] = dv;
+                  for (size_t i = 0; i < table_values.size(); ++i)
+                    if (table_slot[i] >= 0) grads[static_cast<size_t>(table_slot[i])] = dtables[i];
+                  return grads;
+                });
+}
+
 }  // namespace
 
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
                          const AttentionSpec& spec) {
   check_qkv(q, k, v);
+  if (q.value().device().is_cuda()) return fused_attention_gpu_kernels(q, k, v, terms, spec, /*host=*/false);
   if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
   Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
-  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype());
+  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), kCPU);
 
   std::vector<Variable> inputs{q, k, v};
   std::vector<Tensor> table_values;  // in KernelTables order, undefined where absent
@@ -193,14 +293,30 @@ Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, 
                              const AttentionSpec& spec) {
   NoGradGuard no_grad;
   check_qkv(Variable(q), Variable(k), Variable(v));
+  if (!q.device().is_cpu()) {  // figures only: the CPU kernels on copies, the probabilities back on the GPU
+    AttentionTerms on_cpu = terms;
+    for (const TableKind& kind : kTableKinds)
+      if (const Variable& t = terms.*kind.member; t.defined()) on_cpu.*kind.member = Variable(t.value().to(kCPU));
+    AttentionSpec spec_on_cpu = spec;
+    if (spec.key_padding.defined()) spec_on_cpu.key_padding = spec.key_padding.to(kCPU);
+    return fused_attention_probs(q.to(kCPU), k.to(kCPU), v.to(kCPU), on_cpu, spec_on_cpu).to(q.device());
+  }
   if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
   Setup setup = make_setup(q, k, spec, terms.uses_relative_tables());
-  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype());
+  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), kCPU);
   std::vector<Tensor> table_values;
   for (const Variable& t : kt) table_values.push_back(t.defined() ? t.value().contiguous() : Tensor());
   Tensor lse, probs;
   run_forward(setup, table_values, q.contiguous(), k.contiguous(), v.contiguous(), lse, &probs);
   return probs;
+}
+
+Variable fused_attention_gpu_emulation(const Variable& q, const Variable& k, const Variable& v,
+                                       const AttentionTerms& terms, const AttentionSpec& spec) {
+  check_qkv(q, k, v);
+  if (!q.value().device().is_cpu())
+    fail("fused_attention_gpu_emulation: runs the GPU kernels' arithmetic on the CPU; got q {}", q.value().describe());
+  return fused_attention_gpu_kernels(q, k, v, terms, spec, /*host=*/true);
 }
 
 }  // namespace posgrad

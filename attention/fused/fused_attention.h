@@ -5,12 +5,12 @@
 // O(B H N Dh) plus the tables; keys outside the key box (span box, causal, adaptive-span trim)
 // cost nothing. The backward recomputes the logits and returns dq, dk, dv and the gradient of
 // every table, so the hooks' parameters (SIREN, sigma, adaptive-span c, u, v ...) train.
-// float32 and float64, CPU only. It computes the same numbers as reference_attention (its oracle
-// in the tests); AttentionSpec holds what is not differentiable.
+// float32 and float64, on the CPU (fused_kernels.h) or on a GPU (gpu/fused_gpu.h: every table but
+// row_prob_mask). It computes the same numbers as reference_attention (its oracle in the tests);
+// AttentionSpec holds what is not differentiable.
 //
 // Deliberately not here: the projections and head split (multi_head_attention.cpp), the
-// kernels (fused_kernels.h), the escape hatch dense_modulation (an Error: reference only), and
-// other devices (an Error).
+// kernels (fused_kernels.h, gpu/), and the escape hatch dense_modulation (an Error: reference only).
 // Shapes: letters of shape_legend.h.
 #pragma once
 
@@ -33,5 +33,11 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
 // memory, for figures and tests only).
 Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                              const AttentionSpec& spec);
+
+// The GPU kernels' arithmetic (fused/gpu/fused_gpu_math.h), one GPU thread after another on the
+// CPU, for CPU tensors: how the tests check the GPU kernels on a machine without a GPU. Slow; not
+// a path any layer takes.
+Variable fused_attention_gpu_emulation(const Variable& q, const Variable& k, const Variable& v,
+                                       const AttentionTerms& terms, const AttentionSpec& spec);
 
 }  // namespace posgrad

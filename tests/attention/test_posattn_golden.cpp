@@ -92,7 +92,6 @@ void check_golden_posattn(const std::string& file, Device device) {
       {AttentionPath::Fused, kFloat32, {2e-5, 1e-4}, {2e-5, 2e-3}, {1e-5, 1e-4}},
   };
   for (const Run& run : runs) {
-    if (run.path == AttentionPath::Fused && !device.is_cpu()) continue;  // the fused op is CPU code
     BOOST_TEST_MESSAGE(file << " on " << device.str() << ", " << attention_path_name(run.path)
                             << " path, " << (run.dtype == kFloat64 ? "float64" : "float32"));
     Generator gen(5);

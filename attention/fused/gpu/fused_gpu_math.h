@@ -1,0 +1,429 @@
+// The GPU fused attention's arithmetic, one thread's work at a time, written once for the GPU
+// kernels (fused_gpu.cu launches one thread per query row, key row or table entry) and for the
+// host (tests/attention/test_fused_gpu_math.cpp runs every "thread" in a loop on the CPU and
+// compares with the CPU fused op), so that the arithmetic is checked in every build, with or
+// without a GPU. The formula is fused_kernels.h's, without row window masks or column tables:
+//   content(i, j)    = scale q_i . k_j + a_h . k_j
+//   positional(i, j) = q_i . T[h, r] + c[h, r]                          r = rel(i, j)
+//   s(i, j)          = G[h, r] (content + P[h, r] positional)           -inf for padded keys
+//   out_i            = sum_j e M v_j / (sum_j e M + 1e-8 sum_j e), e = exp(s - max_j s)
+//                      (sum_j e v_j / sum_j e without a mask M)
+// over the keys inside query i's offset box. Three passes, none of which stores a probability:
+//   forward_row      per query row: max of s, then the sums; out_i and lse_i = max + log(denominator)
+//   backward_row     per query row: D_i = dout_i . out_i and dq_i (FlashAttention-2's recomputation
+//                    of p = exp(s - lse))
+//   backward_key     per key row: dk_j, dv_j over the queries whose box holds key j, and key j's
+//                    share of the key bias's gradient
+//   backward_entry   per (head, relative entry): every table's gradient at that entry, over the
+//                    (batch, query) pairs whose key lies at that offset
+// Each thread writes only its own row or entry (the key bias's gradient is summed by the caller
+// from per-key shares), so no pass needs atomics or a second buffer.
+// Deliberately not here: CUDA itself (fused_gpu.cu), argument checks and table layouts
+// (fused_attention.cpp), row window masks, column tables, probabilities for figures.
+// Plain C++17 with POSGRAD_HD on each function: nvcc compiles it as CUDA C++17, g++ as C++20.
+// Shapes: letters of shape_legend.h; q, out, dq [B, H, Nq, Dh], k, v, dk, dv [B, H, N, Dh],
+// lse, D [B, H, Nq]; tables per head as the CPU kernels read them: key_bias [H, Dh],
+// query_table [H, Dh, R], the others [H, R].
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define POSGRAD_HD __host__ __device__
+#else
+#define POSGRAD_HD
+#endif
+
+namespace posgrad::fused_gpu {
+
+constexpr int kMaxDims = 8;
+constexpr double kMaskEpsilon = 1e-8;  // the reference pipeline's renormalisation epsilon
+
+// Which keys each query sees, as plain numbers (fused_kernels.h's RowGeometry): keys on a grid of
+// key_size, queries on a grid of query_size whose first coordinate is query_first in the keys'
+// frame; query i sees key j when lo <= coord(j) - coord(i) <= hi in every dim. dims = 0: no grid
+// (tree positions), every query sees every key and no relative table exists.
+struct Geometry {
+  int dims = 0;
+  int64_t key_size[kMaxDims] = {}, query_size[kMaxDims] = {}, query_first[kMaxDims] = {};
+  int64_t lo[kMaxDims] = {}, hi[kMaxDims] = {};
+  // Relative entry of offset o: sum_d (o_d - relative_lo_d) rstride_d.
+  int64_t relative_lo[kMaxDims] = {}, rstride[kMaxDims] = {};
+};
+
+// The tables, each null when absent (the formula's defaults: a = 0, T = 0, c = 0, G = 1, P = 1, no M).
+template <typename T>
+struct Tables {
+  const T* key_bias = nullptr;               // a [H, Dh]
+  const T* query_table = nullptr;            // T [H, Dh, R]
+  const T* bias = nullptr;                   // c [H, R]
+  const T* modulation = nullptr;             // G [H, R]
+  const T* positional_modulation = nullptr;  // P [H, R]
+  const T* prob_mask = nullptr;              // M [H, R]
+};
+
+template <typename T>
+struct TableGrads {  // null: not wanted; otherwise overwritten at the entries a pass owns
+  T* query_table = nullptr;
+  T* bias = nullptr;
+  T* modulation = nullptr;
+  T* positional_modulation = nullptr;
+  T* prob_mask = nullptr;
+};
+
+template <typename T>
+struct Problem {
+  int64_t B = 0, H = 0, Nq = 0, N = 0, Dh = 0, R = 0;
+  T scale = 1;
+  const int64_t* padded = nullptr;  // [B, N], 1 = padded key; null = none
+  Geometry geometry;
+  Tables<T> tables;
+};
+
+// An odometer over the integer box lo..hi (inclusive) in `dims` dims, last dim fastest.
+struct BoxWalk {
+  int dims;
+  int64_t lo[kMaxDims], hi[kMaxDims], at[kMaxDims];
+  bool empty;
+  POSGRAD_HD bool next() {  // false after the last point
+    for (int d = dims - 1; d >= 0; --d) {
+      if (at[d] < hi[d]) {
+        ++at[d];
+        return true;
+      }
+      at[d] = lo[d];
+    }
+    return false;
+  }
+};
+
+POSGRAD_HD inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+POSGRAD_HD inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Query i's coordinates in the keys' frame.
+POSGRAD_HD inline void query_coords(const Geometry& g, int64_t i, int64_t* c) {
+  for (int d = g.dims - 1; d >= 0; --d) {
+    c[d] = i % g.query_size[d] + g.query_first[d];
+    i /= g.query_size[d];
+  }
+}
+POSGRAD_HD inline void key_coords(const Geometry& g, int64_t j, int64_t* c) {
+  for (int d = g.dims - 1; d >= 0; --d) {
+    c[d] = j % g.key_size[d];
+    j /= g.key_size[d];
+  }
+}
+POSGRAD_HD inline int64_t key_index(const Geometry& g, const int64_t* c) {
+  int64_t j = 0;
+  for (int d = 0; d < g.dims; ++d) j = j * g.key_size[d] + c[d];
+  return j;
+}
+POSGRAD_HD inline int64_t query_index(const Geometry& g, const int64_t* c) {
+  int64_t i = 0;
+  for (int d = 0; d < g.dims; ++d) i = i * g.query_size[d] + (c[d] - g.query_first[d]);
+  return i;
+}
+POSGRAD_HD inline int64_t relative_entry(const Geometry& g, const int64_t* query, const int64_t* key) {
+  int64_t r = 0;
+  for (int d = 0; d < g.dims; ++d) r += (key[d] - query[d] - g.relative_lo[d]) * g.rstride[d];
+  return r;
+}
+
+// The keys query i sees (key coordinates), the queries that see key j (query coordinates), and
+// the queries whose key at offset `offset` lies on the key grid (query coordinates).
+POSGRAD_HD inline BoxWalk keys_of_query(const Geometry& g, const int64_t* query) {
+  BoxWalk w{g.dims, {}, {}, {}, false};
+  for (int d = 0; d < g.dims; ++d) {
+    w.lo[d] = max64(0, query[d] + g.lo[d]);
+    w.hi[d] = min64(g.key_size[d] - 1, query[d] + g.hi[d]);
+    w.at[d] = w.lo[d];
+    w.empty = w.empty || w.lo[d] > w.hi[d];
+  }
+  return w;
+}
+POSGRAD_HD inline BoxWalk queries_of_key(const Geometry& g, const int64_t* key) {
+  BoxWalk w{g.dims, {}, {}, {}, false};
+  for (int d = 0; d < g.dims; ++d) {
+    w.lo[d] = max64(g.query_first[d], key[d] - g.hi[d]);
+    w.hi[d] = min64(g.query_first[d] + g.query_size[d] - 1, key[d] - g.lo[d]);
+    w.at[d] = w.lo[d];
+    w.empty = w.empty || w.lo[d] > w.hi[d];
+  }
+  return w;
+}
+POSGRAD_HD inline BoxWalk queries_at_offset(const Geometry& g, const int64_t* offset) {
+  BoxWalk w{g.dims, {}, {}, {}, false};
+  for (int d = 0; d < g.dims; ++d) {
+    w.lo[d] = max64(g.query_first[d], -offset[d]);
+    w.hi[d] = min64(g.query_first[d] + g.query_size[d] - 1, g.key_size[d] - 1 - offset[d]);
+    w.at[d] = w.lo[d];
+    w.empty = w.empty || w.lo[d] > w.hi[d] || offset[d] < g.lo[d] || offset[d] > g.hi[d];
+  }
+  return w;
+}
+
+// One (query, key) pair's terms: s and what its gradients need.
+template <typename T>
+struct Pair {
+  T content, positional, G, P, M, s;
+};
+
+// The pair of query row qi and key row kj (head h, relative entry r; r unused without tables).
+template <typename T>
+POSGRAD_HD Pair<T> pair_terms(const Problem<T>& pb, int64_t h, const T* qi, const T* kj, int64_t r) {
+  const Tables<T>& t = pb.tables;
+  const int64_t Dh = pb.Dh, R = pb.R;
+  T qk = 0, ak = 0, qt = 0;
+  for (int64_t d = 0; d < Dh; ++d) qk += qi[d] * kj[d];
+  if (t.key_bias)
+    for (int64_t d = 0; d < Dh; ++d) ak += t.key_bias[h * Dh + d] * kj[d];
+  if (t.query_table)
+    for (int64_t d = 0; d < Dh; ++d) qt += qi[d] * t.query_table[(h * Dh + d) * R + r];
+  Pair<T> p;
+  p.content = pb.scale * qk + ak;
+  p.positional = qt + (t.bias ? t.bias[h * R + r] : T(0));
+  p.G = t.modulation ? t.modulation[h * R + r] : T(1);
+  p.P = t.positional_modulation ? t.positional_modulation[h * R + r] : T(1);
+  p.M = t.prob_mask ? t.prob_mask[h * R + r] : T(1);
+  p.s = p.G * (p.content + p.P * p.positional);
+  return p;
+}
+
+template <typename T>
+POSGRAD_HD T dot(const T* a, const T* b, int64_t n) {
+  T s = 0;
+  for (int64_t d = 0; d < n; ++d) s += a[d] * b[d];
+  return s;
+}
+
+template <typename T>
+POSGRAD_HD T infinity() {
+  return static_cast<T>(INFINITY);
+}
+
+// The keys of query row i of batch b one by one: visit(j, r) for every key it sees that is not
+// padded (Visit: anything callable with (int64_t j, int64_t r)).
+template <typename T, typename Visit>
+POSGRAD_HD void for_each_key(const Problem<T>& pb, int64_t b, int64_t i, Visit& visit) {
+  const Geometry& g = pb.geometry;
+  const int64_t* pad = pb.padded ? pb.padded + b * pb.N : nullptr;
+  if (g.dims == 0) {
+    for (int64_t j = 0; j < pb.N; ++j)
+      if (!pad || !pad[j]) visit(j, int64_t{0});
+    return;
+  }
+  int64_t query[kMaxDims];
+  query_coords(g, i, query);
+  BoxWalk w = keys_of_query(g, query);
+  if (w.empty) return;
+  do {
+    const int64_t j = key_index(g, w.at);
+    if (!pad || !pad[j]) visit(j, relative_entry(g, query, w.at));
+  } while (w.next());
+}
+
+// ------------------------------------------------------------------ forward, one query row
+
+template <typename T>
+struct RowMax {
+  const Problem<T>& pb;
+  int64_t h;
+  const T *qi, *k;
+  T m;
+  POSGRAD_HD void operator()(int64_t j, int64_t r) {
+    const T s = pair_terms(pb, h, qi, k + j * pb.Dh, r).s;
+    m = s > m ? s : m;
+  }
+};
+
+template <typename T>
+struct RowSums {
+  const Problem<T>& pb;
+  int64_t h;
+  const T *qi, *k, *v;
+  T m, sum_e, sum_em;
+  T* acc;  // out row [Dh]: sum of e M v_j
+  POSGRAD_HD void operator()(int64_t j, int64_t r) {
+    const Pair<T> p = pair_terms(pb, h, qi, k + j * pb.Dh, r);
+    const T e = std::exp(p.s - m), w = e * p.M;
+    sum_e += e;
+    sum_em += w;
+    const T* vj = v + j * pb.Dh;
+    for (int64_t d = 0; d < pb.Dh; ++d) acc[d] += w * vj[d];
+  }
+};
+
+// Query row `row` = (b H + h) Nq + i: out's row and lse.
+template <typename T>
+POSGRAD_HD void forward_row(const Problem<T>& pb, int64_t row, const T* q, const T* k, const T* v, T* out, T* lse) {
+  const int64_t bh = row / pb.Nq, i = row % pb.Nq, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
+  const T* qi = q + row * Dh;
+  const T* kb = k + bh * pb.N * Dh;
+  T* o = out + row * Dh;
+  for (int64_t d = 0; d < Dh; ++d) o[d] = 0;
+  RowMax<T> mx{pb, h, qi, kb, -infinity<T>()};
+  for_each_key(pb, b, i, mx);
+  if (mx.m == -infinity<T>()) {  // no key (or every logit -inf): output 0
+    lse[row] = infinity<T>();
+    return;
+  }
+  RowSums<T> sums{pb, h, qi, kb, v + bh * pb.N * Dh, mx.m, 0, 0, o};
+  for_each_key(pb, b, i, sums);
+  const T denominator = pb.tables.prob_mask ? sums.sum_em + static_cast<T>(kMaskEpsilon) * sums.sum_e : sums.sum_e;
+  for (int64_t d = 0; d < Dh; ++d) o[d] /= denominator;
+  lse[row] = mx.m + std::log(denominator);
+}
+
+// ------------------------------------------------------------------ backward
+
+// One pair's gradient terms, given lse_i, D_i and dout_i.
+template <typename T>
+struct PairGrad {
+  Pair<T> pair;
+  T p, dp, ds;  // p = exp(s - lse), dp = dout_i . v_j, ds = dL/ds
+};
+template <typename T>
+POSGRAD_HD PairGrad<T> pair_grad(const Problem<T>& pb, int64_t h, const T* qi, const T* kj, const T* vj, const T* douti,
+                                 T lse_i, T D_i, int64_t r) {
+  PairGrad<T> g;
+  g.pair = pair_terms(pb, h, qi, kj, r);
+  g.p = std::exp(g.pair.s - lse_i);
+  g.dp = dot(douti, vj, pb.Dh);
+  g.ds = pb.tables.prob_mask ? g.p * (g.pair.M * (g.dp - D_i) - static_cast<T>(kMaskEpsilon) * D_i) : g.p * (g.dp - D_i);
+  return g;
+}
+
+template <typename T>
+struct RowGrad {
+  const Problem<T>& pb;
+  int64_t h;
+  const T *qi, *k, *v, *douti;
+  T lse_i, D_i;
+  T* dqi;
+  POSGRAD_HD void operator()(int64_t j, int64_t r) {
+    const int64_t Dh = pb.Dh;
+    const T* kj = k + j * Dh;
+    const PairGrad<T> g = pair_grad(pb, h, qi, kj, v + j * Dh, douti, lse_i, D_i, r);
+    const T dcontent = g.ds * g.pair.G, dpositional = dcontent * g.pair.P;
+    for (int64_t d = 0; d < Dh; ++d) dqi[d] += dcontent * pb.scale * kj[d];
+    if (pb.tables.query_table)
+      for (int64_t d = 0; d < Dh; ++d) dqi[d] += dpositional * pb.tables.query_table[(h * Dh + d) * pb.R + r];
+  }
+};
+
+// Query row `row`: D[row] = dout_i . out_i and dq's row.
+template <typename T>
+POSGRAD_HD void backward_row(const Problem<T>& pb, int64_t row, const T* q, const T* k, const T* v, const T* out,
+                             const T* lse, const T* dout, T* D, T* dq) {
+  const int64_t bh = row / pb.Nq, i = row % pb.Nq, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
+  T* dqi = dq + row * Dh;
+  for (int64_t d = 0; d < Dh; ++d) dqi[d] = 0;
+  const T D_i = dot(dout + row * Dh, out + row * Dh, Dh);
+  D[row] = D_i;
+  if (lse[row] == infinity<T>()) return;
+  RowGrad<T> grad{pb, h, q + row * Dh, k + bh * pb.N * Dh, v + bh * pb.N * Dh, dout + row * Dh, lse[row], D_i, dqi};
+  for_each_key(pb, b, i, grad);
+}
+
+// Key row `key` = (b H + h) N + j: dk's and dv's rows, and key_bias_share[key] = sum over its
+// queries of d content (the key bias's gradient is sum_j key_bias_share[j] k_j per head).
+template <typename T>
+POSGRAD_HD void backward_key(const Problem<T>& pb, int64_t key, const T* q, const T* k, const T* v, const T* lse,
+                             const T* D, const T* dout, T* dk, T* dv, T* key_bias_share) {
+  const int64_t bh = key / pb.N, j = key % pb.N, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
+  T* dkj = dk + key * Dh;
+  T* dvj = dv + key * Dh;
+  for (int64_t d = 0; d < Dh; ++d) dkj[d] = dvj[d] = 0;
+  T share = 0;
+  if (!pb.padded || !pb.padded[b * pb.N + j]) {
+    const Geometry& g = pb.geometry;
+    const T* kj = k + key * Dh;
+    const T* vj = v + key * Dh;
+    const T* a = pb.tables.key_bias ? pb.tables.key_bias + h * Dh : nullptr;
+    const auto add_query = [&](int64_t i, int64_t r) {
+      const int64_t row = bh * pb.Nq + i;
+      if (lse[row] == infinity<T>()) return;
+      const T* qi = q + row * Dh;
+      const PairGrad<T> pg = pair_grad(pb, h, qi, kj, vj, dout + row * Dh, lse[row], D[row], r);
+      const T dcontent = pg.ds * pg.pair.G, weight = pb.tables.prob_mask ? pg.p * pg.pair.M : pg.p;
+      for (int64_t d = 0; d < Dh; ++d) {
+        dkj[d] += dcontent * (pb.scale * qi[d] + (a ? a[d] : T(0)));
+        dvj[d] += weight * dout[row * Dh + d];
+      }
+      share += dcontent;
+    };
+    if (g.dims == 0) {
+      for (int64_t i = 0; i < pb.Nq; ++i) add_query(i, 0);
+    } else {
+      int64_t kc[kMaxDims];
+      key_coords(g, j, kc);
+      BoxWalk w = queries_of_key(g, kc);
+      if (!w.empty) do {
+          add_query(query_index(g, w.at), relative_entry(g, w.at, kc));
+        } while (w.next());
+    }
+  }
+  if (key_bias_share) key_bias_share[key] = share;
+}
+
+// Entry `entry` = h R + r of the relative tables: every wanted table gradient at (h, r), over the
+// batches and the queries whose key at that offset is on the grid, not padded, and in the box.
+template <typename T>
+POSGRAD_HD void backward_entry(const Problem<T>& pb, int64_t entry, const T* q, const T* k, const T* v, const T* lse,
+                               const T* D, const T* dout, const TableGrads<T>& grads) {
+  const int64_t h = entry / pb.R, r = entry % pb.R, Dh = pb.Dh, R = pb.R;
+  const Geometry& g = pb.geometry;
+  T dbias = 0, dmod = 0, dposmod = 0, dmask = 0;
+  if (grads.query_table)
+    for (int64_t d = 0; d < Dh; ++d) grads.query_table[(h * Dh + d) * R + r] = 0;
+  int64_t offset[kMaxDims];
+  int64_t rest = r;
+  for (int d = 0; d < g.dims; ++d) {  // r's offset: entries (o_d - relative_lo_d) in mixed radix
+    const int64_t e = rest / g.rstride[d];
+    rest %= g.rstride[d];
+    offset[d] = e + g.relative_lo[d];
+  }
+  BoxWalk w = queries_at_offset(g, offset);
+  if (g.dims > 0 && !w.empty) {
+    do {
+      const int64_t i = query_index(g, w.at);
+      int64_t kc[kMaxDims];
+      for (int d = 0; d < g.dims; ++d) kc[d] = w.at[d] + offset[d];
+      const int64_t j = key_index(g, kc);
+      for (int64_t b = 0; b < pb.B; ++b) {
+        if (pb.padded && pb.padded[b * pb.N + j]) continue;
+        const int64_t bh = b * pb.H + h, row = bh * pb.Nq + i;
+        if (lse[row] == infinity<T>()) continue;
+        const T* qi = q + row * Dh;
+        const PairGrad<T> pg = pair_grad(pb, h, qi, k + (bh * pb.N + j) * Dh, v + (bh * pb.N + j) * Dh,
+                                         dout + row * Dh, lse[row], D[row], r);
+        const T dpositional = pg.ds * pg.pair.G * pg.pair.P;
+        dbias += dpositional;
+        dmod += pg.ds * (pg.pair.content + pg.pair.P * pg.pair.positional);
+        dposmod += pg.ds * pg.pair.G * pg.pair.positional;
+        dmask += pg.p * (pg.dp - D[row]);
+        if (grads.query_table)
+          for (int64_t d = 0; d < Dh; ++d) grads.query_table[(h * Dh + d) * R + r] += dpositional * qi[d];
+      }
+    } while (w.next());
+  }
+  if (grads.bias) grads.bias[entry] = dbias;
+  if (grads.modulation) grads.modulation[entry] = dmod;
+  if (grads.positional_modulation) grads.positional_modulation[entry] = dposmod;
+  if (grads.prob_mask) grads.prob_mask[entry] = dmask;
+}
+
+// The key bias's gradient at (h, d) = `hd`: sum over batches and keys of key_bias_share k_j[d].
+template <typename T>
+POSGRAD_HD void key_bias_grad_at(const Problem<T>& pb, int64_t hd, const T* k, const T* key_bias_share, T* grad) {
+  const int64_t h = hd / pb.Dh, d = hd % pb.Dh;
+  T sum = 0;
+  for (int64_t b = 0; b < pb.B; ++b) {
+    const int64_t bh = b * pb.H + h;
+    for (int64_t j = 0; j < pb.N; ++j) sum += key_bias_share[bh * pb.N + j] * k[(bh * pb.N + j) * pb.Dh + d];
+  }
+  grad[hd] = sum;
+}
+
+}  // namespace posgrad::fused_gpu
