@@ -135,9 +135,7 @@ Variable MultiHeadAttention::attend(const Variable& q, const Variable& k, const 
   if (blocker.empty() && spec.causal_by_index)
     blocker = "a causal mask over tree positions (by token index; the fused op masks by offsets, which trees lack)";
   // On a GPU the fused op runs the GPU kernels (fused/gpu/), which auto does not take until they
-  // have run on a GPU; model.attention=fused takes them for every table but the row mask.
-  if (!device.is_cpu() && blocker.empty() && terms.row_prob_mask.defined())
-    blocker = "a mask per query row (the adaptive span) on a GPU: the GPU fused kernels do not take it yet";
+  // have run on a GPU; the fused path takes them.
   if (!device.is_cpu() && path_ == AttentionPath::Auto)
     blocker = fmt::format("the input is on {}, where auto takes the reference path until the GPU fused kernels have "
                           "run on a GPU (attention path 'fused' takes them)", device.str());

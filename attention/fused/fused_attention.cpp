@@ -149,19 +149,12 @@ Tensor run_forward(const Setup& s, const std::vector<Tensor>& tables, const Tens
 
 // ---------------------------------------------------------------- the GPU kernels (gpu/)
 
-// Why the GPU kernels cannot take these tables ("" when they can).
-std::string gpu_blocker(const KernelTables& kt) {
-  if (kt[table_kind("row_prob_mask")].defined())
-    return "a mask per query row (row_prob_mask: the adaptive span) is not in the GPU kernels yet";
-  return "";
-}
-
 // The problem as fused_gpu_math.h reads it: the geometry as numbers, the tables' pointers.
 template <typename T>
 fused_gpu::Problem<T> gpu_problem(const Setup& s, const std::vector<Tensor>& tables) {
   const Problem& P = s.problem;
   fused_gpu::Problem<T> pb;
-  pb.B = P.B, pb.H = P.H, pb.Nq = P.Nq, pb.N = P.N, pb.Dh = P.Dh, pb.R = P.R;
+  pb.B = P.B, pb.H = P.H, pb.Nq = P.Nq, pb.N = P.N, pb.Dh = P.Dh, pb.R = P.R, pb.W = P.W;
   pb.scale = static_cast<T>(P.scale);
   pb.padded = s.padded_flags.defined() ? s.padded_flags.data<int64_t>() : nullptr;
   const RowGeometry& g = P.geometry;
@@ -176,7 +169,7 @@ fused_gpu::Problem<T> gpu_problem(const Setup& s, const std::vector<Tensor>& tab
   const auto table = [&](size_t kind) { return tables[kind].defined() ? tables[kind].data<T>() : nullptr; };
   pb.tables = {table(table_kind("key_bias")), table(table_kind("query_table")), table(table_kind("bias")),
                table(table_kind("modulation")), table(table_kind("positional_modulation")),
-               table(table_kind("prob_mask"))};
+               table(table_kind("prob_mask")), table(table_kind("row_prob_mask"))};
   return pb;
 }
 
@@ -188,7 +181,6 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
   const Device device = q.value().device();
   Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), device);
-  if (const std::string why = gpu_blocker(kt); !why.empty()) fail("fused attention on a GPU: {}", why);
   const fused_gpu::Where where{host, device.index};
   std::vector<Variable> inputs{q, k, v};
   std::vector<Tensor> table_values;  // in KernelTables order, undefined where absent
@@ -220,16 +212,19 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
                       dtables[i] = Tensor::empty(table_values[i].shape(), dtype, device);
                   const size_t key_bias = table_kind("key_bias");
                   const Tensor share = dtables[key_bias].defined() ? Tensor::empty({P.B, P.H, P.N}, dtype, device) : Tensor();
+                  const Tensor support = P.W > 0 ? Tensor::empty({P.B, P.H, P.Nq, 2}, kInt64, device) : Tensor();
                   dispatch_float(dtype, "fused attention backward", [&]<typename T>() {
                     const auto grad = [&](size_t kind) { return dtables[kind].defined() ? dtables[kind].data<T>() : nullptr; };
                     const fused_gpu::TableGrads<T> tg{grad(table_kind("query_table")), grad(table_kind("bias")),
                                                       grad(table_kind("modulation")),
                                                       grad(table_kind("positional_modulation")),
-                                                      grad(table_kind("prob_mask"))};
+                                                      grad(table_kind("prob_mask")), grad(table_kind("row_prob_mask"))};
                     fused_gpu::backward<T>(gpu_problem<T>(setup, table_values), qc.data<T>(), kc.data<T>(), vc.data<T>(),
                                            out.data<T>(), lse.data<T>(), gc.data<T>(), dq.data<T>(), dk.data<T>(),
                                            dv.data<T>(), tg, grad(key_bias),
-                                           {D.data<T>(), share.defined() ? share.data<T>() : nullptr}, where);
+                                           {D.data<T>(), share.defined() ? share.data<T>() : nullptr,
+                                            support.defined() ? support.data<int64_t>() : nullptr},
+                                           where);
                   });
                   std::vector<Tensor> grads(needs.size());
                   if (needs[0]) grads[0] = dq;

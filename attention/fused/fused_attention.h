@@ -5,8 +5,7 @@
 // O(B H N Dh) plus the tables; keys outside the key box (span box, causal, adaptive-span trim)
 // cost nothing. The backward recomputes the logits and returns dq, dk, dv and the gradient of
 // every table, so the hooks' parameters (SIREN, sigma, adaptive-span c, u, v ...) train.
-// float32 and float64, on the CPU (fused_kernels.h) or on a GPU (gpu/fused_gpu.h: every table but
-// row_prob_mask). It computes the same numbers as reference_attention (its oracle in the tests);
+// float32 and float64, on the CPU (fused_kernels.h) or on a GPU (gpu/fused_gpu.h). It computes the same numbers as reference_attention (its oracle in the tests);
 // AttentionSpec holds what is not differentiable.
 //
 // Deliberately not here: the projections and head split (multi_head_attention.cpp), the

@@ -1,7 +1,7 @@
 // The GPU fused attention kernels (attention/fused/gpu/) against the reference path: outputs and
 // the gradients of q, k, v and every table they take, on sequences, 2-D and 3-D grids and tree
 // positions, for self-attention, a segment over a memory and cross-attention, with key boxes and
-// padded keys. On every machine their arithmetic runs on the CPU, one GPU thread after another
+// padded keys, and masks per query row. On every machine their arithmetic runs on the CPU, one GPU thread after another
 // (fused_attention_gpu_emulation), in float64 to 1e-12; where a GPU is present the same cases run
 // on it (float64 and float32), and a layer on a GPU shows which path auto and fused take.
 #include <boost/test/data/test_case.hpp>
@@ -29,8 +29,8 @@ struct GpuCase {
 };
 std::ostream& operator<<(std::ostream& os, const GpuCase& c) { return os << c.label; }
 
-const std::vector<std::string> kGpuKinds = {"key_bias",   "query_table", "bias", "modulation",
-                                            "positional_modulation", "prob_mask"};
+const std::vector<std::string> kGpuKinds = {"key_bias",   "query_table",           "bias",
+                                            "modulation", "positional_modulation", "prob_mask"};
 
 const std::vector<GpuCase> kGpuCases = {
     {"1-D, no table", {9}, {}, 0, {}, {}, {}},
@@ -44,6 +44,11 @@ const std::vector<GpuCase> kGpuCases = {
     {"2-D cross-attention, positional modulation", {3, 5}, {2, 6}, 0, {}, {}, {"query_table", "positional_modulation"}},
     {"3-D, a box, every table", {2, 3, 3}, {}, 0, {-1, -1, -1}, {1, 0, 2}, {"all"}},
     {"tree positions, key bias", {}, {}, 0, {}, {}, {"key_bias"}},
+    // A mask per query row (the adaptive span): 1-D, over each row's support only.
+    {"1-D, row mask", {9}, {}, 0, {}, {}, {"row_prob_mask"}},
+    {"1-D, a memory, row mask, query table and key bias (charlm)", {10}, {}, 4, {-4}, {0},
+     {"row_prob_mask", "query_table", "key_bias"}},
+    {"1-D, causal, row mask and modulation", {8}, {}, 0, {-7}, {0}, {"row_prob_mask", "modulation", "bias"}},
 };
 
 PositionPair pair_of(const GpuCase& c) {
@@ -61,7 +66,7 @@ PositionPair pair_of(const GpuCase& c) {
 
 bool wants(const GpuCase& c, std::string_view kind) {
   for (const std::string& t : c.tables)
-    if (t == "all" || t == kind) return true;
+    if ((t == "all" && kind != "row_prob_mask") || t == kind) return true;  // one probability mask at a time
   return false;
 }
 
@@ -90,8 +95,21 @@ Inputs make_inputs(const GpuCase& c, DType dtype) {
   in.names = {"q", "k", "v"};
   for (size_t index = 0; index < kTableKindCount; ++index) {
     const TableKind& kind = kTableKinds[index];
-    if (!wants(c, kind.name) || kind.shape == TableShape::RowWindow) continue;
+    if (!wants(c, kind.name)) continue;
     Generator table_gen(100 + index);  // a kind's values do not depend on which other kinds are present
+    if (kind.shape == TableShape::RowWindow) {  // offsets -4 .. 0, rows cut to supports of every kind
+      const int64_t W = 5;
+      std::vector<double> m = uniform({B, H, Nq, W}, 0.2, 1.5, table_gen, kFloat64).to_vector<double>();
+      for (int64_t row = 0; row < B * H * Nq; ++row) {
+        double* r = m.data() + row * W;
+        if (row % 3 == 1) r[0] = r[W - 1] = 0;  // a support of the middle columns
+        if (row % 5 == 2) r[1] = 0;             // a zero inside the support
+        if (row % 7 == 3) std::fill(r, r + W, 0.0);  // no support: the row sees no key
+      }
+      in.values.push_back(Tensor::from_vector(m, {B, H, Nq, W}).to(dtype));
+      in.names.emplace_back(kind.name);
+      continue;
+    }
     const Shape shape = kind.shape == TableShape::HeadVector ? Shape{H, Dh}
                         : kind.shape == TableShape::Entries  ? Shape{H, R}
                                                              : Shape{H, R, Dh};
@@ -148,26 +166,18 @@ BOOST_DATA_TEST_CASE(emulated_kernels_match_reference, bdata::make(kGpuCases), c
 
 // Every kind the kernels take changes their result (none is ignored).
 BOOST_AUTO_TEST_CASE(every_kind_the_kernels_take_acts) {
-  for (const std::string& kind : kGpuKinds) {
+  std::vector<std::string> kinds = kGpuKinds;
+  kinds.emplace_back("row_prob_mask");
+  for (const std::string& kind : kinds) {
     // A bias beside every other kind: a positional term for positional_modulation to scale.
     const std::vector<std::string> base = kind == "bias" ? std::vector<std::string>{} : std::vector<std::string>{"bias"};
     std::vector<std::string> tables = base;
     tables.push_back(kind);
-    const GpuCase with{kind, {3, 4}, {}, 0, {}, {}, tables}, without{kind, {3, 4}, {}, 0, {}, {}, base};
+    const std::vector<int64_t> grid = kind == "row_prob_mask" ? std::vector<int64_t>{7} : std::vector<int64_t>{3, 4};
+    const GpuCase with{kind, grid, {}, 0, {}, {}, tables}, without{kind, grid, {}, 0, {}, {}, base};
     const Inputs a = make_inputs(with, kFloat64), b = make_inputs(without, kFloat64);
     BOOST_TEST(max_abs_diff(run(a, Impl::Emulation).out, run(b, Impl::Emulation).out) > 1e-6, kind << " is ignored");
   }
-}
-
-BOOST_AUTO_TEST_CASE(row_masks_are_refused_with_the_reason) {
-  const Positions pos = Positions::sequence(5);
-  AttentionSpec spec;
-  spec.positions = pos;
-  AttentionTerms terms;
-  terms.row_prob_mask = Variable(Tensor::ones({1, 1, 5, 3}, kFloat64));
-  const Variable x(Tensor::zeros({1, 1, 5, 2}, kFloat64));
-  BOOST_CHECK_EXCEPTION(fused_attention_gpu_emulation(x, x, x, terms, spec), Error,
-                        [](const Error& e) { return std::string(e.what()).find("row_prob_mask") != std::string::npos; });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

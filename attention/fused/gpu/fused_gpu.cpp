@@ -25,6 +25,7 @@ void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T*
               T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad, const BackwardScratch<T>& scratch,
               Where where) {
   if (key_bias_grad && !scratch.key_bias_share) fail("fused attention on a GPU: the key bias gradient needs its scratch");
+  if (pb.tables.row_prob_mask && !scratch.support) fail("fused attention on a GPU: a row mask needs its supports' scratch");
   if (!where.host) {
 #ifdef POSGRAD_HAVE_CUDA
     return launch_backward(pb, q, k, v, out, lse, dout, dq, dk, dv, grads, key_bias_grad, scratch, where.device);
@@ -32,13 +33,15 @@ void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T*
     fail("fused attention on a GPU: this build has no CUDA backend");
 #endif
   }
-  for (int64_t row = 0; row < pb.B * pb.H * pb.Nq; ++row) backward_row(pb, row, q, k, v, out, lse, dout, scratch.D, dq);
+  for (int64_t row = 0; row < pb.B * pb.H * pb.Nq; ++row)
+    backward_row(pb, row, q, k, v, out, lse, dout, scratch.D, dq, grads.row_prob_mask, scratch.support);
   for (int64_t key = 0; key < pb.B * pb.H * pb.N; ++key)
-    backward_key(pb, key, q, k, v, lse, scratch.D, dout, dk, dv, scratch.key_bias_share);
+    backward_key(pb, key, q, k, v, lse, scratch.D, dout, scratch.support, dk, dv, scratch.key_bias_share);
   const bool tables = grads.query_table || grads.bias || grads.modulation || grads.positional_modulation ||
                       grads.prob_mask;
   if (tables && pb.geometry.dims > 0)
-    for (int64_t entry = 0; entry < pb.H * pb.R; ++entry) backward_entry(pb, entry, q, k, v, lse, scratch.D, dout, grads);
+    for (int64_t entry = 0; entry < pb.H * pb.R; ++entry)
+      backward_entry(pb, entry, q, k, v, lse, scratch.D, dout, scratch.support, grads);
   if (key_bias_grad)
     for (int64_t hd = 0; hd < pb.H * pb.Dh; ++hd) key_bias_grad_at(pb, hd, k, scratch.key_bias_share, key_bias_grad);
 }

@@ -25,23 +25,23 @@ __global__ void forward_kernel(Problem<T> pb, const T* q, const T* k, const T* v
 
 template <typename T>
 __global__ void backward_row_kernel(Problem<T> pb, const T* q, const T* k, const T* v, const T* out, const T* lse,
-                                    const T* dout, T* D, T* dq) {
+                                    const T* dout, T* D, T* dq, T* d_row_mask, int64_t* support) {
   const int64_t row = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (row < pb.B * pb.H * pb.Nq) backward_row(pb, row, q, k, v, out, lse, dout, D, dq);
+  if (row < pb.B * pb.H * pb.Nq) backward_row(pb, row, q, k, v, out, lse, dout, D, dq, d_row_mask, support);
 }
 
 template <typename T>
 __global__ void backward_key_kernel(Problem<T> pb, const T* q, const T* k, const T* v, const T* lse, const T* D,
-                                    const T* dout, T* dk, T* dv, T* key_bias_share) {
+                                    const T* dout, const int64_t* support, T* dk, T* dv, T* key_bias_share) {
   const int64_t key = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (key < pb.B * pb.H * pb.N) backward_key(pb, key, q, k, v, lse, D, dout, dk, dv, key_bias_share);
+  if (key < pb.B * pb.H * pb.N) backward_key(pb, key, q, k, v, lse, D, dout, support, dk, dv, key_bias_share);
 }
 
 template <typename T>
 __global__ void backward_entry_kernel(Problem<T> pb, const T* q, const T* k, const T* v, const T* lse, const T* D,
-                                      const T* dout, TableGrads<T> grads) {
+                                      const T* dout, const int64_t* support, TableGrads<T> grads) {
   const int64_t entry = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (entry < pb.H * pb.R) backward_entry(pb, entry, q, k, v, lse, D, dout, grads);
+  if (entry < pb.H * pb.R) backward_entry(pb, entry, q, k, v, lse, D, dout, support, grads);
 }
 
 template <typename T>
@@ -68,11 +68,13 @@ void launch_backward(const Problem<T>& pb, const T* q, const T* k, const T* v, c
   cudaStream_t stream = cuda::context(device).stream;
   const int64_t rows = pb.B * pb.H * pb.Nq, keys = pb.B * pb.H * pb.N;
   if (rows > 0) {
-    backward_row_kernel<T><<<blocks_for(rows), kThreadsPerBlock, 0, stream>>>(pb, q, k, v, out, lse, dout, scratch.D, dq);
+    backward_row_kernel<T><<<blocks_for(rows), kThreadsPerBlock, 0, stream>>>(pb, q, k, v, out, lse, dout, scratch.D, dq,
+                                                                             grads.row_prob_mask, scratch.support);
     cuda::check_launch("fused attention backward", "backward_row_kernel");
   }
   if (keys > 0) {
-    backward_key_kernel<T><<<blocks_for(keys), kThreadsPerBlock, 0, stream>>>(pb, q, k, v, lse, scratch.D, dout, dk, dv,
+    backward_key_kernel<T><<<blocks_for(keys), kThreadsPerBlock, 0, stream>>>(pb, q, k, v, lse, scratch.D, dout,
+                                                                             scratch.support, dk, dv,
                                                                              scratch.key_bias_share);
     cuda::check_launch("fused attention backward", "backward_key_kernel");
   }
@@ -80,7 +82,7 @@ void launch_backward(const Problem<T>& pb, const T* q, const T* k, const T* v, c
                       grads.prob_mask;
   if (tables && pb.geometry.dims > 0 && pb.H * pb.R > 0) {
     backward_entry_kernel<T><<<blocks_for(pb.H * pb.R), kThreadsPerBlock, 0, stream>>>(pb, q, k, v, lse, scratch.D,
-                                                                                        dout, grads);
+                                                                                        dout, scratch.support, grads);
     cuda::check_launch("fused attention backward", "backward_entry_kernel");
   }
   if (key_bias_grad && pb.H * pb.Dh > 0) {

@@ -10,11 +10,13 @@
 
 namespace posgrad::fused_gpu {
 
-// The scratch memory a backward needs: D [B, H, Nq] and the key bias's per-key shares [B, H, N].
+// The scratch memory a backward needs: D [B, H, Nq], the key bias's per-key shares [B, H, N] and
+// the row mask's supports [B, H, Nq, 2].
 template <typename T>
 struct BackwardScratch {
   T* D = nullptr;
   T* key_bias_share = nullptr;  // may be null when no key bias gradient is wanted
+  int64_t* support = nullptr;   // may be null without a row mask
 };
 
 // Where the passes run: on GPU `device` (its stream), or on the host (the tests' emulation).

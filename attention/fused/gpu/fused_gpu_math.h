@@ -1,17 +1,19 @@
 // The GPU fused attention's arithmetic, one thread's work at a time, written once for the GPU
 // kernels (fused_gpu.cu launches one thread per query row, key row or table entry) and for the
-// host (tests/attention/test_fused_gpu_math.cpp runs every "thread" in a loop on the CPU and
-// compares with the CPU fused op), so that the arithmetic is checked in every build, with or
-// without a GPU. The formula is fused_kernels.h's, without row window masks or column tables:
+// host (fused_gpu.cpp runs every "thread" in a loop on the CPU; tests/attention/test_fused_gpu.cpp
+// compares that with the reference), so that the arithmetic is checked in every build, with or
+// without a GPU. The formula is fused_kernels.h's:
 //   content(i, j)    = scale q_i . k_j + a_h . k_j
 //   positional(i, j) = q_i . T[h, r] + c[h, r]                          r = rel(i, j)
 //   s(i, j)          = G[h, r] (content + P[h, r] positional)           -inf for padded keys
 //   out_i            = sum_j e M v_j / (sum_j e M + 1e-8 sum_j e), e = exp(s - max_j s)
 //                      (sum_j e v_j / sum_j e without a mask M)
-// over the keys inside query i's offset box. Three passes, none of which stores a probability:
+// over the keys inside query i's offset box; with a mask per query row instead (row_prob_mask
+// [B, H, Nq, W], 1-D: M at window column c = W - 1 + j - x_i) over the keys of the row's support
+// only (its first to last non-zero column). Passes, none of which stores a probability:
 //   forward_row      per query row: max of s, then the sums; out_i and lse_i = max + log(denominator)
-//   backward_row     per query row: D_i = dout_i . out_i and dq_i (FlashAttention-2's recomputation
-//                    of p = exp(s - lse))
+//   backward_row     per query row: D_i = dout_i . out_i, dq_i (FlashAttention-2's recomputation
+//                    of p = exp(s - lse)), the row mask's gradient row and the row's support
 //   backward_key     per key row: dk_j, dv_j over the queries whose box holds key j, and key j's
 //                    share of the key bias's gradient
 //   backward_entry   per (head, relative entry): every table's gradient at that entry, over the
@@ -19,11 +21,11 @@
 // Each thread writes only its own row or entry (the key bias's gradient is summed by the caller
 // from per-key shares), so no pass needs atomics or a second buffer.
 // Deliberately not here: CUDA itself (fused_gpu.cu), argument checks and table layouts
-// (fused_attention.cpp), row window masks, column tables, probabilities for figures.
+// (fused_attention.cpp), column tables (a CPU layout), probabilities for figures.
 // Plain C++17 with POSGRAD_HD on each function: nvcc compiles it as CUDA C++17, g++ as C++20.
 // Shapes: letters of shape_legend.h; q, out, dq [B, H, Nq, Dh], k, v, dk, dv [B, H, N, Dh],
 // lse, D [B, H, Nq]; tables per head as the CPU kernels read them: key_bias [H, Dh],
-// query_table [H, Dh, R], the others [H, R].
+// query_table [H, Dh, R], row_prob_mask [B, H, Nq, W], the others [H, R].
 #pragma once
 
 #include <cmath>
@@ -61,6 +63,7 @@ struct Tables {
   const T* modulation = nullptr;             // G [H, R]
   const T* positional_modulation = nullptr;  // P [H, R]
   const T* prob_mask = nullptr;              // M [H, R]
+  const T* row_prob_mask = nullptr;          // M per query row [B, H, Nq, W] (1-D; not with prob_mask)
 };
 
 template <typename T>
@@ -70,11 +73,13 @@ struct TableGrads {  // null: not wanted; otherwise overwritten at the entries a
   T* modulation = nullptr;
   T* positional_modulation = nullptr;
   T* prob_mask = nullptr;
+  T* row_prob_mask = nullptr;  // [B, H, Nq, W], written by backward_row
 };
 
 template <typename T>
 struct Problem {
   int64_t B = 0, H = 0, Nq = 0, N = 0, Dh = 0, R = 0;
+  int64_t W = 0;  // columns of row_prob_mask (0 without one)
   T scale = 1;
   const int64_t* padded = nullptr;  // [B, N], 1 = padded key; null = none
   Geometry geometry;
@@ -197,15 +202,42 @@ POSGRAD_HD T dot(const T* a, const T* b, int64_t n) {
   return s;
 }
 
+// Whether the probabilities are masked (prob_mask or row_prob_mask): out's denominator has the
+// 1e-8 term.
+template <typename T>
+POSGRAD_HD bool masked(const Problem<T>& pb) {
+  return pb.tables.prob_mask || pb.tables.row_prob_mask;
+}
+
 template <typename T>
 POSGRAD_HD T infinity() {
   return static_cast<T>(INFINITY);
 }
 
+// A row mask's support: its first to last non-zero column (first > last when it is all zero;
+// every column without a row mask).
+struct RowSupport {
+  int64_t first, last;
+};
+template <typename T>
+POSGRAD_HD RowSupport row_support(const Problem<T>& pb, int64_t row) {
+  RowSupport s{0, pb.W - 1};
+  if (!pb.tables.row_prob_mask) return s;
+  const T* m = pb.tables.row_prob_mask + row * pb.W;
+  while (s.first < pb.W && m[s.first] == T(0)) ++s.first;
+  while (s.last >= s.first && m[s.last] == T(0)) --s.last;
+  return s;
+}
+// Window column of key j for query row i (in the keys' frame at query_first[0] + i).
+template <typename T>
+POSGRAD_HD int64_t window_column(const Problem<T>& pb, int64_t i, int64_t j) {
+  return pb.W - 1 + j - (pb.geometry.query_first[0] + i);
+}
+
 // The keys of query row i of batch b one by one: visit(j, r) for every key it sees that is not
-// padded (Visit: anything callable with (int64_t j, int64_t r)).
+// padded and, with a row mask, inside the row's support (Visit: callable with (int64_t j, int64_t r)).
 template <typename T, typename Visit>
-POSGRAD_HD void for_each_key(const Problem<T>& pb, int64_t b, int64_t i, Visit& visit) {
+POSGRAD_HD void for_each_key(const Problem<T>& pb, int64_t b, int64_t i, const RowSupport& support, Visit& visit) {
   const Geometry& g = pb.geometry;
   const int64_t* pad = pb.padded ? pb.padded + b * pb.N : nullptr;
   if (g.dims == 0) {
@@ -216,6 +248,12 @@ POSGRAD_HD void for_each_key(const Problem<T>& pb, int64_t b, int64_t i, Visit& 
   int64_t query[kMaxDims];
   query_coords(g, i, query);
   BoxWalk w = keys_of_query(g, query);
+  if (pb.tables.row_prob_mask) {  // 1-D: keys from the support's first to its last column
+    w.lo[0] = max64(w.lo[0], query[0] - (pb.W - 1) + support.first);
+    w.hi[0] = min64(w.hi[0], query[0] - (pb.W - 1) + support.last);
+    w.at[0] = w.lo[0];
+    w.empty = w.empty || w.lo[0] > w.hi[0];
+  }
   if (w.empty) return;
   do {
     const int64_t j = key_index(g, w.at);
@@ -240,13 +278,14 @@ struct RowMax {
 template <typename T>
 struct RowSums {
   const Problem<T>& pb;
-  int64_t h;
-  const T *qi, *k, *v;
+  int64_t h, i;
+  const T *qi, *k, *v, *row_mask;  // row_mask: the row's W columns, or null
   T m, sum_e, sum_em;
   T* acc;  // out row [Dh]: sum of e M v_j
   POSGRAD_HD void operator()(int64_t j, int64_t r) {
     const Pair<T> p = pair_terms(pb, h, qi, k + j * pb.Dh, r);
-    const T e = std::exp(p.s - m), w = e * p.M;
+    const T M = row_mask ? row_mask[window_column(pb, i, j)] : p.M;
+    const T e = std::exp(p.s - m), w = e * M;
     sum_e += e;
     sum_em += w;
     const T* vj = v + j * pb.Dh;
@@ -262,15 +301,17 @@ POSGRAD_HD void forward_row(const Problem<T>& pb, int64_t row, const T* q, const
   const T* kb = k + bh * pb.N * Dh;
   T* o = out + row * Dh;
   for (int64_t d = 0; d < Dh; ++d) o[d] = 0;
+  const RowSupport support = row_support(pb, row);
+  const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
   RowMax<T> mx{pb, h, qi, kb, -infinity<T>()};
-  for_each_key(pb, b, i, mx);
+  for_each_key(pb, b, i, support, mx);
   if (mx.m == -infinity<T>()) {  // no key (or every logit -inf): output 0
     lse[row] = infinity<T>();
     return;
   }
-  RowSums<T> sums{pb, h, qi, kb, v + bh * pb.N * Dh, mx.m, 0, 0, o};
-  for_each_key(pb, b, i, sums);
-  const T denominator = pb.tables.prob_mask ? sums.sum_em + static_cast<T>(kMaskEpsilon) * sums.sum_e : sums.sum_e;
+  RowSums<T> sums{pb, h, i, qi, kb, v + bh * pb.N * Dh, row_mask, mx.m, 0, 0, o};
+  for_each_key(pb, b, i, support, sums);
+  const T denominator = masked(pb) ? sums.sum_em + static_cast<T>(kMaskEpsilon) * sums.sum_e : sums.sum_e;
   for (int64_t d = 0; d < Dh; ++d) o[d] /= denominator;
   lse[row] = mx.m + std::log(denominator);
 }
@@ -283,28 +324,32 @@ struct PairGrad {
   Pair<T> pair;
   T p, dp, ds;  // p = exp(s - lse), dp = dout_i . v_j, ds = dL/ds
 };
+// row_mask: the query row's W columns (or null), read at key j's column `column`.
 template <typename T>
 POSGRAD_HD PairGrad<T> pair_grad(const Problem<T>& pb, int64_t h, const T* qi, const T* kj, const T* vj, const T* douti,
-                                 T lse_i, T D_i, int64_t r) {
+                                 T lse_i, T D_i, int64_t r, const T* row_mask, int64_t column) {
   PairGrad<T> g;
   g.pair = pair_terms(pb, h, qi, kj, r);
+  if (row_mask) g.pair.M = row_mask[column];
   g.p = std::exp(g.pair.s - lse_i);
   g.dp = dot(douti, vj, pb.Dh);
-  g.ds = pb.tables.prob_mask ? g.p * (g.pair.M * (g.dp - D_i) - static_cast<T>(kMaskEpsilon) * D_i) : g.p * (g.dp - D_i);
+  g.ds = masked(pb) ? g.p * (g.pair.M * (g.dp - D_i) - static_cast<T>(kMaskEpsilon) * D_i) : g.p * (g.dp - D_i);
   return g;
 }
 
 template <typename T>
 struct RowGrad {
   const Problem<T>& pb;
-  int64_t h;
-  const T *qi, *k, *v, *douti;
+  int64_t h, i;
+  const T *qi, *k, *v, *douti, *row_mask;
   T lse_i, D_i;
-  T* dqi;
+  T *dqi, *d_row_mask;  // d_row_mask: the row's W gradient columns, or null
   POSGRAD_HD void operator()(int64_t j, int64_t r) {
     const int64_t Dh = pb.Dh;
     const T* kj = k + j * Dh;
-    const PairGrad<T> g = pair_grad(pb, h, qi, kj, v + j * Dh, douti, lse_i, D_i, r);
+    const int64_t column = row_mask ? window_column(pb, i, j) : 0;
+    const PairGrad<T> g = pair_grad(pb, h, qi, kj, v + j * Dh, douti, lse_i, D_i, r, row_mask, column);
+    if (d_row_mask) d_row_mask[column] = g.p * (g.dp - D_i);
     const T dcontent = g.ds * g.pair.G, dpositional = dcontent * g.pair.P;
     for (int64_t d = 0; d < Dh; ++d) dqi[d] += dcontent * pb.scale * kj[d];
     if (pb.tables.query_table)
@@ -312,25 +357,35 @@ struct RowGrad {
   }
 };
 
-// Query row `row`: D[row] = dout_i . out_i and dq's row.
+// Query row `row`: D[row] = dout_i . out_i, dq's row, the row mask's gradient row (when wanted)
+// and, with a row mask, the row's support in support[2 row], support[2 row + 1] (for the passes
+// over keys and entries).
 template <typename T>
 POSGRAD_HD void backward_row(const Problem<T>& pb, int64_t row, const T* q, const T* k, const T* v, const T* out,
-                             const T* lse, const T* dout, T* D, T* dq) {
+                             const T* lse, const T* dout, T* D, T* dq, T* d_row_mask, int64_t* support) {
   const int64_t bh = row / pb.Nq, i = row % pb.Nq, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
   T* dqi = dq + row * Dh;
   for (int64_t d = 0; d < Dh; ++d) dqi[d] = 0;
+  T* d_row = d_row_mask ? d_row_mask + row * pb.W : nullptr;
+  if (d_row)
+    for (int64_t c = 0; c < pb.W; ++c) d_row[c] = 0;
+  const RowSupport s = row_support(pb, row);
+  if (support) support[2 * row] = s.first, support[2 * row + 1] = s.last;
   const T D_i = dot(dout + row * Dh, out + row * Dh, Dh);
   D[row] = D_i;
   if (lse[row] == infinity<T>()) return;
-  RowGrad<T> grad{pb, h, q + row * Dh, k + bh * pb.N * Dh, v + bh * pb.N * Dh, dout + row * Dh, lse[row], D_i, dqi};
-  for_each_key(pb, b, i, grad);
+  const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+  RowGrad<T> grad{pb,       h,        i,   q + row * Dh, k + bh * pb.N * Dh, v + bh * pb.N * Dh, dout + row * Dh,
+                  row_mask, lse[row], D_i, dqi,          d_row};
+  for_each_key(pb, b, i, s, grad);
 }
 
 // Key row `key` = (b H + h) N + j: dk's and dv's rows, and key_bias_share[key] = sum over its
 // queries of d content (the key bias's gradient is sum_j key_bias_share[j] k_j per head).
+// support: backward_row's supports (null without a row mask).
 template <typename T>
 POSGRAD_HD void backward_key(const Problem<T>& pb, int64_t key, const T* q, const T* k, const T* v, const T* lse,
-                             const T* D, const T* dout, T* dk, T* dv, T* key_bias_share) {
+                             const T* D, const T* dout, const int64_t* support, T* dk, T* dv, T* key_bias_share) {
   const int64_t bh = key / pb.N, j = key % pb.N, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
   T* dkj = dk + key * Dh;
   T* dvj = dv + key * Dh;
@@ -344,9 +399,12 @@ POSGRAD_HD void backward_key(const Problem<T>& pb, int64_t key, const T* q, cons
     const auto add_query = [&](int64_t i, int64_t r) {
       const int64_t row = bh * pb.Nq + i;
       if (lse[row] == infinity<T>()) return;
+      const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+      const int64_t column = row_mask ? window_column(pb, i, j) : 0;
+      if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) return;  // outside its support
       const T* qi = q + row * Dh;
-      const PairGrad<T> pg = pair_grad(pb, h, qi, kj, vj, dout + row * Dh, lse[row], D[row], r);
-      const T dcontent = pg.ds * pg.pair.G, weight = pb.tables.prob_mask ? pg.p * pg.pair.M : pg.p;
+      const PairGrad<T> pg = pair_grad(pb, h, qi, kj, vj, dout + row * Dh, lse[row], D[row], r, row_mask, column);
+      const T dcontent = pg.ds * pg.pair.G, weight = masked(pb) ? pg.p * pg.pair.M : pg.p;
       for (int64_t d = 0; d < Dh; ++d) {
         dkj[d] += dcontent * (pb.scale * qi[d] + (a ? a[d] : T(0)));
         dvj[d] += weight * dout[row * Dh + d];
@@ -368,10 +426,11 @@ POSGRAD_HD void backward_key(const Problem<T>& pb, int64_t key, const T* q, cons
 }
 
 // Entry `entry` = h R + r of the relative tables: every wanted table gradient at (h, r), over the
-// batches and the queries whose key at that offset is on the grid, not padded, and in the box.
+// batches and the queries whose key at that offset is on the grid, not padded, in the box and
+// (with a row mask) in the row's support.
 template <typename T>
 POSGRAD_HD void backward_entry(const Problem<T>& pb, int64_t entry, const T* q, const T* k, const T* v, const T* lse,
-                               const T* D, const T* dout, const TableGrads<T>& grads) {
+                               const T* D, const T* dout, const int64_t* support, const TableGrads<T>& grads) {
   const int64_t h = entry / pb.R, r = entry % pb.R, Dh = pb.Dh, R = pb.R;
   const Geometry& g = pb.geometry;
   T dbias = 0, dmod = 0, dposmod = 0, dmask = 0;
@@ -395,9 +454,12 @@ POSGRAD_HD void backward_entry(const Problem<T>& pb, int64_t entry, const T* q, 
         if (pb.padded && pb.padded[b * pb.N + j]) continue;
         const int64_t bh = b * pb.H + h, row = bh * pb.Nq + i;
         if (lse[row] == infinity<T>()) continue;
+        const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+        const int64_t column = row_mask ? window_column(pb, i, j) : 0;
+        if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) continue;  // outside its support
         const T* qi = q + row * Dh;
         const PairGrad<T> pg = pair_grad(pb, h, qi, k + (bh * pb.N + j) * Dh, v + (bh * pb.N + j) * Dh,
-                                         dout + row * Dh, lse[row], D[row], r);
+                                         dout + row * Dh, lse[row], D[row], r, row_mask, column);
         const T dpositional = pg.ds * pg.pair.G * pg.pair.P;
         dbias += dpositional;
         dmod += pg.ds * (pg.pair.content + pg.pair.P * pg.pair.positional);
