@@ -7,7 +7,8 @@
 //
 // Usage: bench_charlm_step [--batch 16] [--segment 128] [--max-span 256] [--layers 4] [--width 128]
 //                          [--heads 4] [--ff 512] [--span-init-permille 100] [--reps 5] [--warmup 2]
-//                          [--generate 200] [--context 512] [--no-torch] [--reference] [--device cpu|cuda]
+//                          [--generate 200] [--context 512] [--no-torch] [--reference | --fused]
+//                          [--device cpu|cuda]
 // --device cuda runs the step and the generation on the GPU (a CUDA build), the twin on the same
 // GPU; steps are timed from the host after a synchronize, like the twin's.
 // --reference runs the attention on the reference path (the dense M x (W + M) product of the
@@ -48,7 +49,7 @@ int main(int argc, char** argv) try {
   std::map<std::string, int64_t> a{{"batch", 16}, {"segment", 128}, {"max-span", 256}, {"layers", 4},
                                    {"width", 128}, {"heads", 4},    {"ff", 512},        {"span-init-permille", 100},
                                    {"reps", 5},    {"warmup", 2},   {"generate", 200},  {"context", 512}};
-  bool no_torch = false, reference = false;
+  bool no_torch = false, reference = false, fused = false;
   std::string device_name = "cpu";
   bench::CommandLine cli("bench_charlm_step",
                          "Times one training step and generation of the char LM with adaptive span against its PyTorch twin",
@@ -57,6 +58,7 @@ int main(int argc, char** argv) try {
   cli.options()
       .text("--device", device_name, "cpu, cuda or cuda:N")
       .flag("--reference", reference, "the attention on the reference path instead of the fused one")
+      .flag("--fused", fused, "the fused path even on a GPU (where auto takes the reference path)")
       .flag("--no-torch", no_torch, "skip the PyTorch twin");
   if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
   const bool torch = !no_torch;
@@ -75,7 +77,8 @@ int main(int argc, char** argv) try {
   c.attention.heads = a["heads"];
   c.attention.max_span = a["max-span"];
   c.attention.span_init = init;
-  c.attention.path = reference ? AttentionPath::Reference : AttentionPath::Auto;
+  if (reference && fused) fail("--reference and --fused: one path at a time");
+  c.attention.path = reference ? AttentionPath::Reference : fused ? AttentionPath::Fused : AttentionPath::Auto;
   Generator gen(0);
   CharTransformer model(c, gen);
   model.to(device);
@@ -103,7 +106,7 @@ int main(int argc, char** argv) try {
              device.str(), threads);
   fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  ({} path; attention work {:.0f}% of full [S; segment])\n",
              median * 1e3, static_cast<double>(B * M) / median,
-             reference || !device.is_cpu() ? "reference" : "fused",  // the fused path is CPU code
+             reference || (!device.is_cpu() && !fused) ? "reference" : "fused",  // auto: reference on a GPU
              100.0 * model.attention_flops_share(M));
   if (torch) {
     const std::string args = fmt::format("--batch {} --segment {} --max-span {} --layers {} --width {} --heads {} --ff {} "

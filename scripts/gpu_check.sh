@@ -6,7 +6,9 @@
 #          the GPU, count24 on the GPU, the NCCL engine as one rank where the build has NCCL)
 #   bench  the GPU benchmarks against their PyTorch twins on the same GPU: matmul, the
 #          transformer step (float32, then under bf16 autocast), the posattn thesis step (2-D
-#          SIREN + span t=0.1, B 20, 32x32), the charlm step at the shakespeare_gpu size
+#          SIREN + span t=0.1, B 20, 32x32), the charlm step at the shakespeare_gpu size, then the
+#          GPU fused kernels: the attention layer at span fractions (bench_attention_paths) and
+#          the thesis and charlm steps on them
 #   apps   the apps on the GPU: one epoch of the posattn thesis model (2-D SIREN + span t=0.1) on
 #          the bundle's CIFAR-10 batch (data.train_batches=1: 8,000 training and 2,000 validation
 #          images; the 80-epoch time on all 40,000 is extrapolated from its time per image), then
@@ -28,7 +30,7 @@
 # Through the device tool (10 minutes a call): `tests bench apps` fit one call on an H100/H200 with
 # POSGRAD_CHARLM_MINUTES=1.5; POSGRAD_GPU_SUITE_SECONDS (default 300) limits each suite, and
 # POSGRAD_GPU_APPS (default "posattn cct charlm seqtasks treetasks") picks the apps stage's runs and
-# POSGRAD_GPU_BENCHES (default "matmul transformer posattn charlm") the bench stage's.
+# POSGRAD_GPU_BENCHES (default "matmul transformer posattn charlm attention") the bench stage's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stages=("$@")
@@ -189,7 +191,7 @@ fi
 # The benchmarks: GPU sizes, or toy ones for the smoke stage.
 if wants bench || wants smoke; then
   log=$out/bench.log
-  bench_wanted() { [[ " ${POSGRAD_GPU_BENCHES:-matmul transformer posattn charlm} " == *" $1 "* ]]; }
+  bench_wanted() { [[ " ${POSGRAD_GPU_BENCHES:-matmul transformer posattn charlm attention} " == *" $1 "* ]]; }
   if [[ $device == cuda ]]; then
     bench_wanted matmul && step bench_gpu_matmul "$log" run_posgrad "$bin/bench_gpu_matmul" --sizes 1024,2048,4096,8192 --reps 30
     bench_wanted transformer && for run in 1 2 3; do
@@ -208,6 +210,16 @@ if wants bench || wants smoke; then
       step "bench_charlm_step run $run" "$log" run_posgrad "$bin/bench_charlm_step" --device cuda --batch 64 --segment 256 \
         --max-span 1024 --layers 6 --width 384 --heads 6 --ff 1536 --reps 10 --warmup 3 --generate 200
     done
+    # The GPU fused kernels (attention/fused/gpu/): the layer at span fractions against dense posgrad
+    # and PyTorch's three ways, then the thesis step and the charlm step on them (auto keeps the
+    # reference path on a GPU until these have run).
+    bench_wanted attention && step "bench_attention_paths cuda" "$log" run_posgrad "$bin/bench_attention_paths" \
+      --device cuda --cases 1d4096,2d64 --fractions 1,1/2,1/8,1/32 --reps 5 --warmup 2
+    bench_wanted attention && step "bench_posattn_step cuda fused" "$log" run_posgrad "$bin/bench_posattn_step" \
+      --device cuda --batch 20 --side 32 --dims 2 --span 1 --reps 10 --warmup 3 --path fused --twins none
+    bench_wanted attention && step "bench_charlm_step cuda fused" "$log" run_posgrad "$bin/bench_charlm_step" \
+      --device cuda --batch 64 --segment 256 --max-span 1024 --layers 6 --width 384 --heads 6 --ff 1536 --reps 10 \
+      --warmup 3 --generate 20 --fused --no-torch
   else
     step bench_transformer "$log" run_posgrad "$bin/bench_transformer" --device cpu --batch 2 --tokens 16 --width 16 \
       --heads 2 --ff 32 --layers 1 --reps 1 --warmup 1
@@ -217,8 +229,10 @@ if wants bench || wants smoke; then
       --reps 1 --warmup 1 --twins both --twin-reps 1 --twin-warmup 1
     step bench_charlm_step "$log" run_posgrad "$bin/bench_charlm_step" --device cpu --batch 2 --segment 16 --max-span 32 \
       --layers 1 --width 16 --heads 2 --ff 32 --reps 1 --warmup 1 --generate 4 --context 8
+    step bench_attention_paths "$log" run_posgrad "$bin/bench_attention_paths" --device cpu --cases 1d64,2d8 \
+      --fractions 1,1/8 --reps 1 --warmup 0
   fi
-  grep -E "median|ratio|pytorch|unavailable|failed|error" "$log" | sed 's/^/    /' | tee -a "$summary"
+  grep -E "median|ratio|pytorch|unavailable|failed|error|^ +(1d|2d)[0-9]" "$log" | sed 's/^/    /' | tee -a "$summary"
 fi
 
 have_data=1

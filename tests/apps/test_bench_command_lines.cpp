@@ -35,11 +35,12 @@ const std::vector<Bench> kBenches = {
      "--reps"},
     {"bench_charlm_step",
      {"--batch", "--segment", "--max-span", "--layers", "--width", "--heads", "--ff", "--span-init-permille", "--reps",
-      "--warmup", "--generate", "--context", "--no-torch", "--reference", "--device"},
+      "--warmup", "--generate", "--context", "--no-torch", "--reference", "--fused", "--device"},
      "--reps"},
     {"bench_conv2d", {"--batch", "--channels", "--side", "--kernel", "--reps", "--warmup", "--rounds", "--no-torch"}, "--reps"},
     {"bench_attention_paths",
-     {"--batch", "--width", "--heads", "--reps", "--warmup", "--cases", "--fractions", "--no-torch", "--no-reference"},
+     {"--batch", "--width", "--heads", "--reps", "--warmup", "--cases", "--fractions", "--device", "--no-torch",
+      "--no-reference"},
      "--reps"},
     {"soak_train",
      {"--steps", "--sample-every", "--warmup", "--max-growth", "--batch", "--tokens", "--seed", "--inject-leak"},
@@ -112,7 +113,7 @@ BOOST_AUTO_TEST_CASE(later_options_win) {
 
 BOOST_AUTO_TEST_CASE(bad_device_is_named) {
   TempDir tmp;
-  for (const std::string name : {"bench_transformer", "bench_posattn_step", "bench_charlm_step"}) {
+  for (const std::string name : {"bench_transformer", "bench_posattn_step", "bench_charlm_step", "bench_attention_paths"}) {
     const fs::path log = tmp.path() / (name + ".device.txt");
     BOOST_TEST(posgrad::test::run_app(bench_path(name), "--device gpu", log) != 0);
     BOOST_TEST(read_text(log).find("unknown device 'gpu': expected cpu, cuda or cuda:N") != std::string::npos,
