@@ -423,4 +423,44 @@ BOOST_DATA_TEST_CASE(matches_pytorch_on_cuda, bdata::make(kEncoderDecoderGoldenF
   check_golden_encoder_decoder(name, posgrad::test::kGPU);
 }
 
+// Greedy decoding on the GPU gives the CPU's tokens: sequences with the key/value cache, and trees
+// (heap positions built on the host each step, tokens sent to the model's device).
+BOOST_DATA_TEST_CASE(greedy_decoding_on_the_gpu_matches_the_cpu, bdata::make({false, true}), tree) {
+  EncoderDecoderConfig c;
+  c.vocab = 9;
+  c.width = 16;
+  c.heads = 2;
+  c.ff_width = 32;
+  c.encoder_layers = 1;
+  c.decoder_layers = 2;
+  c.max_positions = 32;
+  c.positional = {tree ? "ape_tree" : "ape", {}};
+  c.tree_positions = tree;
+  Generator gen(5);
+  EncoderDecoder model(c, gen);
+  model.to(kFloat64);
+  const Tensor source = Tensor::from_vector<int64_t>({1, 5, 2, 7, 3, 6, 4, 4, 6, 1, 0, 0}, {2, 6});
+  const Tensor padding = Tensor::from_vector<float>({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}, {2, 6});
+  const Device gpu = posgrad::test::kGPU;
+  if (!tree) {
+    const Tensor first = Tensor::from_vector<int64_t>({0, 3}, {2});
+    const Tensor on_cpu = greedy_decode(model, source, padding, first, {.steps = 7});
+    model.to(gpu);
+    const Tensor on_gpu = greedy_decode(model, source.to(gpu), padding.to(gpu), first.to(gpu), {.steps = 7});
+    BOOST_TEST(on_gpu.device().is_cuda());
+    BOOST_TEST(on_gpu.to(kCPU).to_vector<int64_t>() == on_cpu.to_vector<int64_t>(), boost::test_tools::per_element());
+    return;
+  }
+  const Tensor heap = Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 0, 0}, {2, 6});
+  const TreeGreedyDecoding options{.depth_first = true, .is_operator = [](int64_t t) { return t >= 5; }, .max_nodes = 7};
+  const std::vector<DecodedTree> on_cpu = greedy_decode_tree(model, source, padding, heap, options);
+  model.to(gpu);
+  const std::vector<DecodedTree> on_gpu = greedy_decode_tree(model, source.to(gpu), padding.to(gpu), heap.to(gpu), options);
+  BOOST_REQUIRE(on_gpu.size() == on_cpu.size());
+  for (size_t b = 0; b < on_cpu.size(); ++b) {
+    BOOST_TEST(on_gpu[b].labels == on_cpu[b].labels, boost::test_tools::per_element());
+    BOOST_TEST(on_gpu[b].heap == on_cpu[b].heap, boost::test_tools::per_element());
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
