@@ -63,6 +63,44 @@ KernelTables kernel_tables(const AttentionTerms& terms, Problem& P, const Positi
   return kt;
 }
 
+// The op's inputs: q, k, v, then the tables present, with each table's place among them.
+struct OpInputs {
+  std::vector<Variable> inputs;
+  std::vector<Tensor> table_values;  // in KernelTables order, undefined where absent
+  std::vector<int> table_slot;       // input index of each table (-1 absent)
+};
+OpInputs op_inputs(const Variable& q, const Variable& k, const Variable& v, const KernelTables& kt) {
+  OpInputs in{{q, k, v}, {}, {}};
+  for (const Variable& t : kt) {
+    in.table_values.push_back(t.defined() ? t.value() : Tensor());
+    in.table_slot.push_back(t.defined() ? static_cast<int>(in.inputs.size()) : -1);
+    if (t.defined()) in.inputs.push_back(t);
+  }
+  return in;
+}
+
+// An empty buffer for each table gradient the backward wants (undefined for the others).
+std::vector<Tensor> table_grad_buffers(const std::vector<Tensor>& table_values, const std::vector<int>& table_slot,
+                                       const std::vector<bool>& needs, Device device) {
+  std::vector<Tensor> dtables(table_values.size());
+  for (size_t i = 0; i < table_values.size(); ++i)
+    if (table_slot[i] >= 0 && needs[static_cast<size_t>(table_slot[i])])
+      dtables[i] = Tensor::empty(table_values[i].shape(), table_values[i].dtype(), device);
+  return dtables;
+}
+
+// The backward's gradients in the order of the op's inputs.
+std::vector<Tensor> input_grads(const std::vector<bool>& needs, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                                const std::vector<Tensor>& dtables, const std::vector<int>& table_slot) {
+  std::vector<Tensor> grads(needs.size());
+  if (needs[0]) grads[0] = dq;
+  if (needs[1]) grads[1] = dk;
+  if (needs[2]) grads[2] = dv;
+  for (size_t i = 0; i < dtables.size(); ++i)
+    if (table_slot[i] >= 0) grads[static_cast<size_t>(table_slot[i])] = dtables[i];
+  return grads;
+}
+
 template <typename T>
 fused_detail::Tables<T> table_pointers(const std::vector<Tensor>& t) {  // in KernelTables order
   fused_detail::Tables<T> tables;
@@ -182,14 +220,7 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
   Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), device);
   const fused_gpu::Where where{host, device.index};
-  std::vector<Variable> inputs{q, k, v};
-  std::vector<Tensor> table_values;  // in KernelTables order, undefined where absent
-  std::vector<int> table_slot;       // input index of each table (-1 absent)
-  for (const Variable& t : kt) {
-    table_values.push_back(t.defined() ? t.value() : Tensor());
-    table_slot.push_back(t.defined() ? static_cast<int>(inputs.size()) : -1);
-    if (t.defined()) inputs.push_back(t);
-  }
+  const auto [inputs, table_values, table_slot] = op_inputs(q, k, v, kt);
   const Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
   const Problem& P = setup.problem;
   Tensor out = Tensor::empty(qc.shape(), qc.dtype(), device), lse = Tensor::empty({P.B, P.H, P.Nq}, qc.dtype(), device);
@@ -206,10 +237,7 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
                   Tensor dq = Tensor::empty(qc.shape(), dtype, device), dk = Tensor::empty(kc.shape(), dtype, device),
                          dv = Tensor::empty(kc.shape(), dtype, device);
                   const Tensor D = Tensor::empty({P.B, P.H, P.Nq}, dtype, device);
-                  std::vector<Tensor> dtables(table_values.size());
-                  for (size_t i = 0; i < table_values.size(); ++i)
-                    if (table_slot[i] >= 0 && needs[static_cast<size_t>(table_slot[i])])
-                      dtables[i] = Tensor::empty(table_values[i].shape(), dtype, device);
+                  const std::vector<Tensor> dtables = table_grad_buffers(table_values, table_slot, needs, device);
                   const size_t key_bias = table_kind("key_bias");
                   const Tensor share = dtables[key_bias].defined() ? Tensor::empty({P.B, P.H, P.N}, dtype, device) : Tensor();
                   const Tensor support = P.W > 0 ? Tensor::empty({P.B, P.H, P.Nq, 2}, kInt64, device) : Tensor();
@@ -226,13 +254,7 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
                                             support.defined() ? support.data<int64_t>() : nullptr},
                                            where);
                   });
-                  std::vector<Tensor> grads(needs.size());
-                  if (needs[0]) grads[0] = dq;
-                  if (needs[1]) grads[1] = dk;
-                  if (needs[2]) grads[2] = dv;
-                  for (size_t i = 0; i < table_values.size(); ++i)
-                    if (table_slot[i] >= 0) grads[static_cast<size_t>(table_slot[i])] = dtables[i];
-                  return grads;
+                  return input_grads(needs, dq, dk, dv, dtables, table_slot);
                 });
 }
 
@@ -246,14 +268,7 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
   Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), kCPU);
 
-  std::vector<Variable> inputs{q, k, v};
-  std::vector<Tensor> table_values;  // in KernelTables order, undefined where absent
-  std::vector<int> table_slot;       // input index of each table (-1 absent)
-  for (const Variable& t : kt) {
-    table_values.push_back(t.defined() ? t.value() : Tensor());
-    table_slot.push_back(t.defined() ? static_cast<int>(inputs.size()) : -1);
-    if (t.defined()) inputs.push_back(t);
-  }
+  const auto [inputs, table_values, table_slot] = op_inputs(q, k, v, kt);
   const Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
   Tensor lse;
   Tensor out = run_forward(setup, table_values, qc, kc, vc, lse, nullptr);
@@ -261,13 +276,9 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
                 [setup, table_values, table_slot, qc, kc, vc, out, lse](const Tensor& g, const std::vector<bool>& needs) {
                   const Problem& P = setup.problem;
                   const Tensor gc = g.contiguous();
-                  std::vector<Tensor> grads(needs.size());
                   Tensor dq = Tensor::empty(qc.shape(), qc.dtype()), dk = Tensor::empty(kc.shape(), qc.dtype()),
                          dv = Tensor::empty(kc.shape(), qc.dtype());
-                  std::vector<Tensor> dtables(table_values.size());
-                  for (size_t i = 0; i < table_values.size(); ++i)
-                    if (table_slot[i] >= 0 && needs[static_cast<size_t>(table_slot[i])])
-                      dtables[i] = Tensor::empty(table_values[i].shape(), qc.dtype());
+                  const std::vector<Tensor> dtables = table_grad_buffers(table_values, table_slot, needs, kCPU);
                   dispatch_float(qc.dtype(), "fused attention backward", [&]<typename T>() {
                     fused_detail::Grads<T> gr{dq.data<T>(), dk.data<T>(), dv.data<T>(), {}};
                     for (size_t i = 0; i < kTableKindCount; ++i)
@@ -275,12 +286,7 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
                     fused_detail::backward<T>(P, table_pointers<T>(table_values), qc.data<T>(), kc.data<T>(),
                                               vc.data<T>(), out.data<T>(), lse.data<T>(), gc.data<T>(), gr);
                   });
-                  if (needs[0]) grads[0] = dq;
-                  if (needs[1]) grads[1] = dk;
-                  if (needs[2]) grads[2] = dv;
-                  for (size_t i = 0; i < table_values.size(); ++i)
-                    if (table_slot[i] >= 0) grads[static_cast<size_t>(table_slot[i])] = dtables[i];
-                  return grads;
+                  return input_grads(needs, dq, dk, dv, dtables, table_slot);
                 });
 }
 

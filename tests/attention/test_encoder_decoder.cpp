@@ -426,18 +426,8 @@ BOOST_DATA_TEST_CASE(matches_pytorch_on_cuda, bdata::make(kEncoderDecoderGoldenF
 // Greedy decoding on the GPU gives the CPU's tokens: sequences with the key/value cache, and trees
 // (heap positions built on the host each step, tokens sent to the model's device).
 BOOST_DATA_TEST_CASE(greedy_decoding_on_the_gpu_matches_the_cpu, bdata::make({false, true}), tree) {
-  EncoderDecoderConfig c;
-  c.vocab = 9;
-  c.width = 16;
-  c.heads = 2;
-  c.ff_width = 32;
-  c.encoder_layers = 1;
-  c.decoder_layers = 2;
-  c.max_positions = 32;
-  c.positional = {tree ? "ape_tree" : "ape", {}};
-  c.tree_positions = tree;
   Generator gen(5);
-  EncoderDecoder model(c, gen);
+  EncoderDecoder model(encoder_decoder::maps_config(tree ? "ape_tree" : "ape"), gen);
   model.to(kFloat64);
   const Tensor source = Tensor::from_vector<int64_t>({1, 5, 2, 7, 3, 6, 4, 4, 6, 1, 0, 0}, {2, 6});
   const Tensor padding = Tensor::from_vector<float>({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}, {2, 6});
