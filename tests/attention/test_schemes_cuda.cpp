@@ -1,6 +1,7 @@
 // Every registered positional scheme and span on the GPU against the CPU: one attention layer
 // (float64, a padded batch) built twice from the same seed, one copy moved to cuda:0, run forward
-// and backward on both; output, input gradient and every parameter gradient must agree. The
+// and backward on both; output, input gradient and every parameter gradient must agree (on the
+// reference path the GPU takes by default, and on the GPU fused kernels). The
 // cases cover 1-D sequences, 2-D grids and trees, so every place where a scheme builds a table
 // or an index on the host and sends it to the data's device is exercised.
 //
@@ -71,11 +72,12 @@ Positions positions_of(Layout layout) {
 struct LayerRun {
   Tensor out, dx;
   std::vector<std::pair<std::string, Tensor>> grads;  // on the CPU
+  bool fused = false;                                 // the fused path ran
 };
 
 // Builds the layer from seed 5 (so both devices get the same parameters), moves it to `device`,
-// runs forward and backward of sum(out * weights) with the last key of batch 1 padded.
-LayerRun run_on(const DeviceCase& c, Device device) {
+// runs forward and backward of sum(out * weights) with the last key of batch 1 padded, on `path`.
+LayerRun run_on(const DeviceCase& c, Device device, AttentionPath path = AttentionPath::Auto) {
   Generator gen(5);
   const Positions pos = positions_of(c.layout);
   std::vector<int64_t> structure;
@@ -97,6 +99,7 @@ LayerRun run_on(const DeviceCase& c, Device device) {
   MultiHeadAttention& mha = *layer.register_module("attn", std::make_shared<MultiHeadAttention>(kDeviceWidth, kDeviceHeads, gen, hooks));
   layer.to(kFloat64);
   layer.to(device);
+  mha.set_path(path);
   Generator data(9);
   const int64_t N = pos.tokens();
   Variable x(normal({kDeviceBatch, N, kDeviceWidth}, 0, 1, data, kFloat64).to(device), true);
@@ -109,7 +112,7 @@ LayerRun run_on(const DeviceCase& c, Device device) {
   for (const auto& a : absolute) input = a->embed(input, pos);
   Variable out = mha.forward(input, masks, &pos);
   sum(out * Variable(weights)).backward();
-  LayerRun r{out.value().to(kCPU), x.grad().to(kCPU), {}};
+  LayerRun r{out.value().to(kCPU), x.grad().to(kCPU), {}, mha.last_forward_fused()};
   for (const auto& [name, p] : layer.named_parameters())
     r.grads.emplace_back(name, p.grad().defined() ? p.grad().to(kCPU) : Tensor::zeros(p.value().shape(), kFloat64));
   return r;
@@ -140,6 +143,19 @@ BOOST_AUTO_TEST_SUITE(schemes_cuda, *boost::unit_test::precondition(posgrad::tes
 
 BOOST_DATA_TEST_CASE(scheme_on_the_gpu_matches_the_cpu, bdata::make(kDeviceCases), c) {
   check_agree(run_on(c, kCPU), run_on(c, posgrad::test::kGPU), c.label);
+}
+
+// The fused path on the GPU (the GPU kernels, attention/fused/gpu/) against the CPU's fused path,
+// for every case whose layer the CPU runs fused (not the escape hatch of ape_tree's decay).
+BOOST_DATA_TEST_CASE(scheme_on_the_gpu_kernels_matches_the_cpu, bdata::make(kDeviceCases), c) {
+  const LayerRun cpu = run_on(c, kCPU);
+  if (!cpu.fused) {  // the reference path on every device
+    BOOST_TEST_MESSAGE(c.label << ": the reference path on the CPU too; nothing to compare");
+    return;
+  }
+  const LayerRun gpu = run_on(c, posgrad::test::kGPU, AttentionPath::Fused);
+  BOOST_TEST(gpu.fused);
+  check_agree(cpu, gpu, c.label + " (GPU fused kernels)");
 }
 
 // The share of the N^2 scores a forward computed follows the device it ran on: the span's key box
