@@ -214,7 +214,7 @@ if wants bench || wants smoke; then
     # and PyTorch's three ways, then the thesis step and the charlm step on them (auto keeps the
     # reference path on a GPU until these have run).
     bench_wanted attention && step "bench_attention_paths cuda" "$log" run_posgrad "$bin/bench_attention_paths" \
-      --device cuda --cases 1d4096,2d64 --fractions 1,1/2,1/8,1/32 --reps 5 --warmup 2
+      --device cuda --cases 1d4096,2d64 --fractions 1,1/8,1/32 --reps 5 --warmup 2
     bench_wanted attention && step "bench_posattn_step cuda fused" "$log" run_posgrad "$bin/bench_posattn_step" \
       --device cuda --batch 20 --side 32 --dims 2 --span 1 --reps 10 --warmup 3 --path fused --twins none
     bench_wanted attention && step "bench_charlm_step cuda fused" "$log" run_posgrad "$bin/bench_charlm_step" \
