@@ -67,10 +67,10 @@ double MultiHeadAttention::last_computed_share(const Positions& positions, bool 
   const std::optional<OffsetBox> box = key_box(positions, causal);
   if (!box) return 1.0;
   OffsetBox computed = box->intersect(OffsetBox::full(positions));
-  // Column tables widen a box at least as wide as the grid's last dim to whole rows there
-  // (fused/column_tables.h): the kernels then compute those keys too.
+  // On the CPU column tables widen a box at least as wide as the grid's last dim to whole rows
+  // there (fused/column_tables.h): the kernels then compute those keys too (the GPU's do not).
   const std::vector<int64_t>& S = positions.structure();
-  if (fused_detail::column_tables_pay(S, computed.lo, computed.hi, heads_, head_width_))
+  if (last_fused_on_cpu_ && fused_detail::column_tables_pay(S, computed.lo, computed.hi, heads_, head_width_))
     fused_detail::widen_last_dim(S, computed.lo, computed.hi);
   const double N = static_cast<double>(positions.tokens());
   return computed.pairs(S) / (N * N);
@@ -148,6 +148,7 @@ Variable MultiHeadAttention::attend(const Variable& q, const Variable& k, const 
   last_fused_probs_ = nullptr;
   last_probs_ = Tensor();
   if (choose_attention_path(path_, blocker, "MultiHeadAttention") == AttentionPath::Fused) {
+    last_fused_on_cpu_ = device.is_cpu();
     last_fused_probs_ = [qv = q.value(), kv = k.value(), vv = v.value(), values = detached(terms), spec]() {
       return fused_attention_probs(qv, kv, vv, values, spec);
     };

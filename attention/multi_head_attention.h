@@ -133,6 +133,7 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Dropout> attention_dropout_;  // null = none
   mutable Tensor last_probs_;
   std::function<Tensor()> last_fused_probs_;  // set by a fused forward; computes last_probs_ on request
+  bool last_fused_on_cpu_ = true;             // the CPU kernels (column tables) rather than the GPU's
 };
 
 }  // namespace posgrad
