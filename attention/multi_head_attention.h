@@ -27,7 +27,8 @@
 //
 // The two implementations compute the same numbers; choose_attention_path (attention_path.h)
 // picks one from the requested path (set_path; Auto by default): the fused op on the CPU when
-// the hooks' terms allow it, else the dense reference (any device; the oracle in the tests).
+// the hooks' terms allow it, else the dense reference (any device; the oracle in the tests). On a
+// GPU, Fused runs the GPU fused kernels (fused/gpu/), which Auto does not take yet.
 // Absolute schemes (AbsoluteEncoding) are refused with an error: the model applies them to its
 // token embeddings (attention_hook.h).
 // Attention dropout (set_attention_dropout): dropout on the probabilities in training, as the
