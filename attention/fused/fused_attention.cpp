@@ -211,22 +211,28 @@ fused_gpu::Problem<T> gpu_problem(const Setup& s, const std::vector<Tensor>& tab
   return pb;
 }
 
-// fused_attention on the GPU kernels: on q's GPU, or (host) their arithmetic on the CPU.
+// fused_attention on the GPU kernels: on q's GPU, or (host) their arithmetic on the CPU with every
+// row split into `host_parts` parts.
 Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
-                                     const AttentionSpec& spec, bool host) {
+                                     const AttentionSpec& spec, bool host, int64_t host_parts) {
   check_qkv(q, k, v);
   if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
   const Device device = q.value().device();
   Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), device);
-  const fused_gpu::Where where{host, device.index};
+  const fused_gpu::Where where{host, device.index, host ? host_parts : 0};
   const auto [inputs, table_values, table_slot] = op_inputs(q, k, v, kt);
   const Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
   const Problem& P = setup.problem;
-  Tensor out = Tensor::empty(qc.shape(), qc.dtype(), device), lse = Tensor::empty({P.B, P.H, P.Nq}, qc.dtype(), device);
-  dispatch_float(qc.dtype(), "fused attention", [&]<typename T>() {
-    fused_gpu::forward<T>(gpu_problem<T>(setup, table_values), qc.data<T>(), kc.data<T>(), vc.data<T>(), out.data<T>(),
-                          lse.data<T>(), where);
+  const DType dtype = qc.dtype();
+  Tensor out = Tensor::empty(qc.shape(), dtype, device), lse = Tensor::empty({P.B, P.H, P.Nq}, dtype, device);
+  dispatch_float(dtype, "fused attention", [&]<typename T>() {
+    const fused_gpu::Problem<T> pb = gpu_problem<T>(setup, table_values);
+    const fused_gpu::Parts parts = fused_gpu::Parts::plan(pb, where);
+    const Tensor partials = Tensor::empty({P.B * P.H * P.Nq * parts.rows * (fused_gpu::kForwardExtra + P.Dh)}, dtype, device);
+    fused_gpu::Scratch<T> scratch;
+    scratch.forward = partials.data<T>();
+    fused_gpu::forward<T>(pb, qc.data<T>(), kc.data<T>(), vc.data<T>(), out.data<T>(), lse.data<T>(), scratch, where);
   });
   return record("fused_attention", out, inputs,
                 [setup, table_values, table_slot, qc, kc, vc, out, lse, where, device](const Tensor& g,
@@ -236,23 +242,35 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
                   const DType dtype = qc.dtype();
                   Tensor dq = Tensor::empty(qc.shape(), dtype, device), dk = Tensor::empty(kc.shape(), dtype, device),
                          dv = Tensor::empty(kc.shape(), dtype, device);
-                  const Tensor D = Tensor::empty({P.B, P.H, P.Nq}, dtype, device);
                   const std::vector<Tensor> dtables = table_grad_buffers(table_values, table_slot, needs, device);
                   const size_t key_bias = table_kind("key_bias");
-                  const Tensor share = dtables[key_bias].defined() ? Tensor::empty({P.B, P.H, P.N}, dtype, device) : Tensor();
-                  const Tensor support = P.W > 0 ? Tensor::empty({P.B, P.H, P.Nq, 2}, kInt64, device) : Tensor();
                   dispatch_float(dtype, "fused attention backward", [&]<typename T>() {
                     const auto grad = [&](size_t kind) { return dtables[kind].defined() ? dtables[kind].data<T>() : nullptr; };
                     const fused_gpu::TableGrads<T> tg{grad(table_kind("query_table")), grad(table_kind("bias")),
                                                       grad(table_kind("modulation")),
                                                       grad(table_kind("positional_modulation")),
                                                       grad(table_kind("prob_mask")), grad(table_kind("row_prob_mask"))};
-                    fused_gpu::backward<T>(gpu_problem<T>(setup, table_values), qc.data<T>(), kc.data<T>(), vc.data<T>(),
-                                           out.data<T>(), lse.data<T>(), gc.data<T>(), dq.data<T>(), dk.data<T>(),
-                                           dv.data<T>(), tg, grad(key_bias),
-                                           {D.data<T>(), share.defined() ? share.data<T>() : nullptr,
-                                            support.defined() ? support.data<int64_t>() : nullptr},
-                                           where);
+                    const fused_gpu::Problem<T> pb = gpu_problem<T>(setup, table_values);
+                    const fused_gpu::Parts parts = fused_gpu::Parts::plan(pb, where);
+                    // The scratch of fused_gpu.h's Scratch, each buffer only where its pass runs.
+                    const auto buffer = [&](bool wanted, int64_t n, DType type) {
+                      return wanted ? Tensor::empty({n}, type, device) : Tensor();
+                    };
+                    const int64_t rows = P.B * P.H * P.Nq, keys = P.B * P.H * P.N, Dh = P.Dh;
+                    const Tensor D = buffer(true, rows, dtype), row_parts = buffer(true, rows * parts.rows * Dh, dtype),
+                                 key_parts = buffer(true, keys * parts.keys * (2 * Dh + 1), dtype),
+                                 entry_parts = buffer(fused_gpu::wants_entry_grads(tg) && P.R > 0,
+                                                      P.H * P.R * parts.entries * (fused_gpu::kEntryExtra + Dh), dtype),
+                                 share = buffer(dtables[key_bias].defined(), keys, dtype),
+                                 support = buffer(P.W > 0, rows * 2, kInt64);
+                    const auto data = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+                    fused_gpu::Scratch<T> scratch;
+                    scratch.D = data(D), scratch.rows = data(row_parts), scratch.keys = data(key_parts);
+                    scratch.entries = data(entry_parts), scratch.key_bias_share = data(share);
+                    scratch.support = support.defined() ? support.data<int64_t>() : nullptr;
+                    fused_gpu::backward<T>(pb, qc.data<T>(), kc.data<T>(), vc.data<T>(), out.data<T>(), lse.data<T>(),
+                                           gc.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), tg, grad(key_bias),
+                                           scratch, where);
                   });
                   return input_grads(needs, dq, dk, dv, dtables, table_slot);
                 });
@@ -263,7 +281,7 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
                          const AttentionSpec& spec) {
   check_qkv(q, k, v);
-  if (q.value().device().is_cuda()) return fused_attention_gpu_kernels(q, k, v, terms, spec, /*host=*/false);
+  if (q.value().device().is_cuda()) return fused_attention_gpu_kernels(q, k, v, terms, spec, /*host=*/false, 0);
   if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
   Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), kCPU);
@@ -313,11 +331,12 @@ Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, 
 }
 
 Variable fused_attention_gpu_emulation(const Variable& q, const Variable& k, const Variable& v,
-                                       const AttentionTerms& terms, const AttentionSpec& spec) {
+                                       const AttentionTerms& terms, const AttentionSpec& spec, int64_t parts) {
   check_qkv(q, k, v);
   if (!q.value().device().is_cpu())
     fail("fused_attention_gpu_emulation: runs the GPU kernels' arithmetic on the CPU; got q {}", q.value().describe());
-  return fused_attention_gpu_kernels(q, k, v, terms, spec, /*host=*/true);
+  if (parts < 1) fail("fused_attention_gpu_emulation: parts must be at least 1, got {}", parts);
+  return fused_attention_gpu_kernels(q, k, v, terms, spec, /*host=*/true, parts);
 }
 
 }  // namespace posgrad

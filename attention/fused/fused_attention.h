@@ -34,9 +34,9 @@ Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, 
                              const AttentionSpec& spec);
 
 // The GPU kernels' arithmetic (fused/gpu/fused_gpu_math.h), one GPU thread after another on the
-// CPU, for CPU tensors: how the tests check the GPU kernels on a machine without a GPU. Slow; not
-// a path any layer takes.
+// CPU, for CPU tensors, every row split into `parts` parts (each thread's slice, then the merges):
+// how the tests check the GPU kernels on a machine without a GPU. Slow; not a path any layer takes.
 Variable fused_attention_gpu_emulation(const Variable& q, const Variable& k, const Variable& v,
-                                       const AttentionTerms& terms, const AttentionSpec& spec);
+                                       const AttentionTerms& terms, const AttentionSpec& spec, int64_t parts = 3);
 
 }  // namespace posgrad

@@ -128,7 +128,8 @@ struct Result {
 
 enum class Impl { Reference, Emulation, Gpu };
 
-Result run(const Inputs& in, Impl impl) {
+// parts: the emulation's parts per row.
+Result run(const Inputs& in, Impl impl, int64_t parts = 3) {
   const Device device = impl == Impl::Gpu ? test::kGPU : kCPU;
   std::vector<Variable> leaves;
   for (const Tensor& t : in.values) leaves.emplace_back(t.to(device).clone(), true);
@@ -139,7 +140,7 @@ Result run(const Inputs& in, Impl impl) {
   AttentionSpec spec = in.spec;
   spec.key_padding = in.spec.key_padding.to(device);
   const Variable out = impl == Impl::Reference   ? reference_attention(leaves[0], leaves[1], leaves[2], terms, spec)
-                       : impl == Impl::Emulation ? fused_attention_gpu_emulation(leaves[0], leaves[1], leaves[2], terms, spec)
+                       : impl == Impl::Emulation ? fused_attention_gpu_emulation(leaves[0], leaves[1], leaves[2], terms, spec, parts)
                                                  : fused_attention(leaves[0], leaves[1], leaves[2], terms, spec);
   sum(out * Variable(in.weights.to(device)), {}).backward();
   Result r{out.value().to(kCPU), {}};
@@ -158,10 +159,14 @@ void expect_agree(const std::string& label, const Inputs& in, const Result& got,
 
 BOOST_AUTO_TEST_SUITE(fused_gpu_kernels)
 
-// The kernels' arithmetic on the CPU: the same numbers as the reference, float64.
+// The kernels' arithmetic on the CPU: the same numbers as the reference, float64, with every row
+// in one part, in 3, and in 40 (more parts than most rows have keys: parts without any).
 BOOST_DATA_TEST_CASE(emulated_kernels_match_reference, bdata::make(kGpuCases), c) {
   const Inputs in = make_inputs(c, kFloat64);
-  expect_agree(c.label + " (emulated)", in, run(in, Impl::Emulation), run(in, Impl::Reference), 1e-12, 1e-10);
+  const Result reference = run(in, Impl::Reference);
+  for (const int64_t parts : {1, 3, 40})
+    expect_agree(fmt::format("{} (emulated, {} parts)", c.label, parts), in, run(in, Impl::Emulation, parts), reference,
+                 1e-12, 1e-10);
 }
 
 // Every kind the kernels take changes their result (none is ignored).

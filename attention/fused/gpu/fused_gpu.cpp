@@ -1,59 +1,97 @@
 // The GPU fused attention's passes run where they are asked to (fused_gpu.h): on a GPU through
 // fused_gpu.cu, or on the host, one "thread" of each pass after another (the tests' emulation of
-// the GPU kernels: the same arithmetic, fused_gpu_math.h, in the same order per thread).
+// the GPU kernels: the same arithmetic, fused_gpu_math.h, in the same order per thread), and the
+// number of parts per row.
 // Deliberately not here: CUDA code (fused_gpu.cu).
 #include "attention/fused/gpu/fused_gpu.h"
+
+#include <algorithm>
 
 #include "tensor/error.h"
 
 namespace posgrad::fused_gpu {
 
+namespace {
+
+// Parts for `rows` rows of at most `work` items each.
+int64_t parts_for(int64_t rows, int64_t work) {
+  constexpr int64_t kTargetThreads = int64_t{1} << 18, kLeastWork = 32;
+  const int64_t wanted = rows > 0 ? (kTargetThreads + rows - 1) / rows : 1;
+  return std::max<int64_t>(1, std::min(wanted, work / kLeastWork));
+}
+
+}  // namespace
+
 template <typename T>
-void forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T* out, T* lse, Where where) {
+Parts Parts::plan(const Problem<T>& pb, const Where& where) {
+  if (where.parts > 0) return {where.parts, where.parts, where.parts};
+  return {parts_for(pb.B * pb.H * pb.Nq, pb.N), parts_for(pb.B * pb.H * pb.N, pb.Nq), parts_for(pb.H * pb.R, pb.B * pb.Nq)};
+}
+
+template <typename T>
+void forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T* out, T* lse, const Scratch<T>& scratch,
+             Where where) {
+  const Parts parts = Parts::plan(pb, where);
   if (!where.host) {
 #ifdef POSGRAD_HAVE_CUDA
-    return launch_forward(pb, q, k, v, out, lse, where.device);
+    return launch_forward(pb, q, k, v, out, lse, scratch, parts, where.device);
 #else
     fail("fused attention on a GPU: this build has no CUDA backend");
 #endif
   }
-  for (int64_t row = 0; row < pb.B * pb.H * pb.Nq; ++row) forward_row(pb, row, q, k, v, out, lse);
+  const int64_t rows = pb.B * pb.H * pb.Nq, stride = kForwardExtra + pb.Dh;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t p = 0; p < parts.rows; ++p)
+      forward_part(pb, row, p, parts.rows, q, k, v, scratch.forward + (row * parts.rows + p) * stride);
+  for (int64_t row = 0; row < rows; ++row) forward_merge(pb, row, parts.rows, scratch.forward, out, lse);
 }
 
 template <typename T>
 void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T* out, const T* lse, const T* dout,
-              T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad, const BackwardScratch<T>& scratch,
+              T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad, const Scratch<T>& scratch,
               Where where) {
   if (key_bias_grad && !scratch.key_bias_share) fail("fused attention on a GPU: the key bias gradient needs its scratch");
   if (pb.tables.row_prob_mask && !scratch.support) fail("fused attention on a GPU: a row mask needs its supports' scratch");
+  const Parts parts = Parts::plan(pb, where);
   if (!where.host) {
 #ifdef POSGRAD_HAVE_CUDA
-    return launch_backward(pb, q, k, v, out, lse, dout, dq, dk, dv, grads, key_bias_grad, scratch, where.device);
+    return launch_backward(pb, q, k, v, out, lse, dout, dq, dk, dv, grads, key_bias_grad, scratch, parts, where.device);
 #else
     fail("fused attention on a GPU: this build has no CUDA backend");
 #endif
   }
-  for (int64_t row = 0; row < pb.B * pb.H * pb.Nq; ++row)
-    backward_row(pb, row, q, k, v, out, lse, dout, scratch.D, dq, grads.row_prob_mask, scratch.support);
-  for (int64_t key = 0; key < pb.B * pb.H * pb.N; ++key)
-    backward_key(pb, key, q, k, v, lse, scratch.D, dout, scratch.support, dk, dv, scratch.key_bias_share);
-  const bool tables = grads.query_table || grads.bias || grads.modulation || grads.positional_modulation ||
-                      grads.prob_mask;
-  if (tables && pb.geometry.dims > 0)
-    for (int64_t entry = 0; entry < pb.H * pb.R; ++entry)
-      backward_entry(pb, entry, q, k, v, lse, scratch.D, dout, scratch.support, grads);
+  const int64_t rows = pb.B * pb.H * pb.Nq, keys = pb.B * pb.H * pb.N, entries = pb.H * pb.R, Dh = pb.Dh;
+  for (int64_t row = 0; row < rows; ++row)
+    backward_prepare_row(pb, row, out, dout, scratch.D, grads.row_prob_mask, scratch.support);
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t p = 0; p < parts.rows; ++p)
+      backward_row_part(pb, row, p, parts.rows, q, k, v, lse, scratch.D, dout, grads.row_prob_mask,
+                        scratch.rows + (row * parts.rows + p) * Dh);
+  for (int64_t row = 0; row < rows; ++row) sum_parts(row, parts.rows, Dh, scratch.rows, dq);
+  for (int64_t key = 0; key < keys; ++key)
+    for (int64_t p = 0; p < parts.keys; ++p)
+      backward_key_part(pb, key, p, parts.keys, q, k, v, lse, scratch.D, dout, scratch.support,
+                        scratch.keys + (key * parts.keys + p) * (2 * Dh + 1));
+  for (int64_t key = 0; key < keys; ++key)
+    backward_key_merge(pb, key, parts.keys, scratch.keys, dk, dv, scratch.key_bias_share);
+  if (wants_entry_grads(grads) && pb.geometry.dims > 0) {
+    for (int64_t entry = 0; entry < entries; ++entry)
+      for (int64_t p = 0; p < parts.entries; ++p)
+        backward_entry_part(pb, entry, p, parts.entries, q, k, v, lse, scratch.D, dout, scratch.support,
+                            scratch.entries + (entry * parts.entries + p) * (kEntryExtra + Dh));
+    for (int64_t entry = 0; entry < entries; ++entry) backward_entry_merge(pb, entry, parts.entries, scratch.entries, grads);
+  }
   if (key_bias_grad)
-    for (int64_t hd = 0; hd < pb.H * pb.Dh; ++hd) key_bias_grad_at(pb, hd, k, scratch.key_bias_share, key_bias_grad);
+    for (int64_t hd = 0; hd < pb.H * Dh; ++hd) key_bias_grad_at(pb, hd, k, scratch.key_bias_share, key_bias_grad);
 }
 
-template void forward<float>(const Problem<float>&, const float*, const float*, const float*, float*, float*, Where);
-template void forward<double>(const Problem<double>&, const double*, const double*, const double*, double*, double*,
-                              Where);
-template void backward<float>(const Problem<float>&, const float*, const float*, const float*, const float*,
-                              const float*, const float*, float*, float*, float*, const TableGrads<float>&, float*,
-                              const BackwardScratch<float>&, Where);
-template void backward<double>(const Problem<double>&, const double*, const double*, const double*, const double*,
-                               const double*, const double*, double*, double*, double*, const TableGrads<double>&,
-                               double*, const BackwardScratch<double>&, Where);
+#define POSGRAD_FUSED_GPU_INSTANTIATE(T)                                                                              \
+  template Parts Parts::plan<T>(const Problem<T>&, const Where&);                                                  \
+  template void forward<T>(const Problem<T>&, const T*, const T*, const T*, T*, T*, const Scratch<T>&, Where);     \
+  template void backward<T>(const Problem<T>&, const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, \
+                            T*, const TableGrads<T>&, T*, const Scratch<T>&, Where);
+POSGRAD_FUSED_GPU_INSTANTIATE(float)
+POSGRAD_FUSED_GPU_INSTANTIATE(double)
+#undef POSGRAD_FUSED_GPU_INSTANTIATE
 
 }  // namespace posgrad::fused_gpu

@@ -1,8 +1,8 @@
 // The GPU fused attention's arithmetic, one thread's work at a time, written once for the GPU
-// kernels (fused_gpu.cu launches one thread per query row, key row or table entry) and for the
-// host (fused_gpu.cpp runs every "thread" in a loop on the CPU; tests/attention/test_fused_gpu.cpp
-// compares that with the reference), so that the arithmetic is checked in every build, with or
-// without a GPU. The formula is fused_kernels.h's:
+// kernels (fused_gpu.cu launches one thread per part of a query row, key row or table entry)
+// and for the host (fused_gpu.cpp runs every "thread" in a loop on the CPU;
+// tests/attention/test_fused_gpu.cpp compares that with the reference), so that the arithmetic
+// is checked in every build, with or without a GPU. The formula is fused_kernels.h's:
 //   content(i, j)    = scale q_i . k_j + a_h . k_j
 //   positional(i, j) = q_i . T[h, r] + c[h, r]                          r = rel(i, j)
 //   s(i, j)          = G[h, r] (content + P[h, r] positional)           -inf for padded keys
@@ -10,16 +10,22 @@
 //                      (sum_j e v_j / sum_j e without a mask M)
 // over the keys inside query i's offset box; with a mask per query row instead (row_prob_mask
 // [B, H, Nq, W], 1-D: M at window column c = W - 1 + j - x_i) over the keys of the row's support
-// only (its first to last non-zero column). Passes, none of which stores a probability:
-//   forward_row      per query row: max of s, then the sums; out_i and lse_i = max + log(denominator)
-//   backward_row     per query row: D_i = dout_i . out_i, dq_i (FlashAttention-2's recomputation
-//                    of p = exp(s - lse)), the row mask's gradient row and the row's support
-//   backward_key     per key row: dk_j, dv_j over the queries whose box holds key j, and key j's
-//                    share of the key bias's gradient
-//   backward_entry   per (head, relative entry): every table's gradient at that entry, over the
-//                    (batch, query) pairs whose key lies at that offset
-// Each thread writes only its own row or entry (the key bias's gradient is summed by the caller
-// from per-key shares), so no pass needs atomics or a second buffer.
+// only (its first to last non-zero column). Each pass gives a thread one part of one row's work
+// (its slice of the keys, queries or pairs: `parts` per row, so that short rows still fill a
+// GPU), writes that part's sums to its own place in a scratch buffer, and a merge step per row
+// combines them; no pass stores a probability:
+//   forward           per (query row, part): max of s, then the sums; merged (each part rescaled
+//                     to the row's max) into out_i and lse_i = max + log(denominator)
+//   backward rows     per query row D_i = dout_i . out_i; per (query row, part) dq's share
+//                     (FlashAttention-2's recomputation of p = exp(s - lse)) and the row mask's
+//                     gradient at its keys; merged into dq
+//   backward keys     per (key row, part): dk, dv over its slice of the queries whose box holds
+//                     key j, and key j's share of the key bias's gradient; merged
+//   backward entries  per ((head, relative entry), part): every table's gradient at that entry,
+//                     over its slice of the (batch, query) pairs whose key lies at that offset
+// Each thread writes only its own part, row or entry (the key bias's gradient is summed per
+// (head, d) from per-key shares), so no pass needs atomics, and with parts = 1 every row is
+// summed in one thread in key order.
 // Deliberately not here: CUDA itself (fused_gpu.cu), argument checks and table layouts
 // (fused_attention.cpp), column tables (a CPU layout), probabilities for figures.
 // Plain C++17 with POSGRAD_HD on each function: nvcc compiles it as CUDA C++17, g++ as C++20.
@@ -91,6 +97,19 @@ struct BoxWalk {
   int dims;
   int64_t lo[kMaxDims], hi[kMaxDims], at[kMaxDims];
   bool empty;
+  POSGRAD_HD int64_t count() const {  // points in the box
+    if (empty) return 0;
+    int64_t n = 1;
+    for (int d = 0; d < dims; ++d) n *= hi[d] - lo[d] + 1;
+    return n;
+  }
+  POSGRAD_HD void seek(int64_t t) {  // to the t-th point (last dim fastest)
+    for (int d = dims - 1; d >= 0; --d) {
+      const int64_t extent = hi[d] - lo[d] + 1;
+      at[d] = lo[d] + t % extent;
+      t /= extent;
+    }
+  }
   POSGRAD_HD bool next() {  // false after the last point
     for (int d = dims - 1; d >= 0; --d) {
       if (at[d] < hi[d]) {
@@ -234,34 +253,51 @@ POSGRAD_HD int64_t window_column(const Problem<T>& pb, int64_t i, int64_t j) {
   return pb.W - 1 + j - (pb.geometry.query_first[0] + i);
 }
 
-// The keys of query row i of batch b one by one: visit(j, r) for every key it sees that is not
-// padded and, with a row mask, inside the row's support (Visit: callable with (int64_t j, int64_t r)).
-template <typename T, typename Visit>
-POSGRAD_HD void for_each_key(const Problem<T>& pb, int64_t b, int64_t i, const RowSupport& support, Visit& visit) {
-  const Geometry& g = pb.geometry;
-  const int64_t* pad = pb.padded ? pb.padded + b * pb.N : nullptr;
-  if (g.dims == 0) {
-    for (int64_t j = 0; j < pb.N; ++j)
-      if (!pad || !pad[j]) visit(j, int64_t{0});
-    return;
-  }
-  int64_t query[kMaxDims];
-  query_coords(g, i, query);
-  BoxWalk w = keys_of_query(g, query);
+// The keys query row i sees, as a walk over its box (with a row mask, cut to the row's support).
+template <typename T>
+POSGRAD_HD BoxWalk key_walk(const Problem<T>& pb, const int64_t* query, const RowSupport& support) {
+  BoxWalk w = keys_of_query(pb.geometry, query);
   if (pb.tables.row_prob_mask) {  // 1-D: keys from the support's first to its last column
     w.lo[0] = max64(w.lo[0], query[0] - (pb.W - 1) + support.first);
     w.hi[0] = min64(w.hi[0], query[0] - (pb.W - 1) + support.last);
     w.at[0] = w.lo[0];
     w.empty = w.empty || w.lo[0] > w.hi[0];
   }
-  if (w.empty) return;
-  do {
-    const int64_t j = key_index(g, w.at);
-    if (!pad || !pad[j]) visit(j, relative_entry(g, query, w.at));
-  } while (w.next());
+  return w;
 }
 
-// ------------------------------------------------------------------ forward, one query row
+// The first of `parts` equal slices of `count` items, and the one after it.
+POSGRAD_HD inline int64_t slice_begin(int64_t count, int64_t part, int64_t parts) { return count * part / parts; }
+
+// Part `part` of `parts` of the keys of query row i of batch b, one by one: visit(j, r) for every
+// key in that slice of the row's walk that is not padded (Visit: callable with (int64_t j, int64_t r)).
+template <typename T, typename Visit>
+POSGRAD_HD void for_each_key(const Problem<T>& pb, int64_t b, int64_t i, const RowSupport& support, int64_t part,
+                             int64_t parts, Visit& visit) {
+  const Geometry& g = pb.geometry;
+  const int64_t* pad = pb.padded ? pb.padded + b * pb.N : nullptr;
+  if (g.dims == 0) {
+    for (int64_t j = slice_begin(pb.N, part, parts); j < slice_begin(pb.N, part + 1, parts); ++j)
+      if (!pad || !pad[j]) visit(j, int64_t{0});
+    return;
+  }
+  int64_t query[kMaxDims];
+  query_coords(g, i, query);
+  BoxWalk w = key_walk(pb, query, support);
+  const int64_t count = w.count(), begin = slice_begin(count, part, parts), end = slice_begin(count, part + 1, parts);
+  if (begin >= end) return;
+  w.seek(begin);
+  for (int64_t t = begin; t < end; ++t, w.next()) {
+    const int64_t j = key_index(g, w.at);
+    if (!pad || !pad[j]) visit(j, relative_entry(g, query, w.at));
+  }
+}
+
+// ------------------------------------------------------------------ forward
+
+// A part's sums over its keys, [m, sum e, sum e M, sum e M v (Dh)] at `partial` (kForwardExtra + Dh
+// values), e = exp(s - m) with m the part's own max (-inf for a part without keys).
+constexpr int64_t kForwardExtra = 3;
 
 template <typename T>
 struct RowMax {
@@ -281,7 +317,7 @@ struct RowSums {
   int64_t h, i;
   const T *qi, *k, *v, *row_mask;  // row_mask: the row's W columns, or null
   T m, sum_e, sum_em;
-  T* acc;  // out row [Dh]: sum of e M v_j
+  T* acc;  // [Dh]: sum of e M v_j
   POSGRAD_HD void operator()(int64_t j, int64_t r) {
     const Pair<T> p = pair_terms(pb, h, qi, k + j * pb.Dh, r);
     const T M = row_mask ? row_mask[window_column(pb, i, j)] : p.M;
@@ -293,27 +329,52 @@ struct RowSums {
   }
 };
 
-// Query row `row` = (b H + h) Nq + i: out's row and lse.
+// Query row `row` = (b H + h) Nq + i, part `part` of `parts` of its keys: its partial sums.
 template <typename T>
-POSGRAD_HD void forward_row(const Problem<T>& pb, int64_t row, const T* q, const T* k, const T* v, T* out, T* lse) {
+POSGRAD_HD void forward_part(const Problem<T>& pb, int64_t row, int64_t part, int64_t parts, const T* q, const T* k,
+                             const T* v, T* partial) {
   const int64_t bh = row / pb.Nq, i = row % pb.Nq, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
   const T* qi = q + row * Dh;
   const T* kb = k + bh * pb.N * Dh;
-  T* o = out + row * Dh;
-  for (int64_t d = 0; d < Dh; ++d) o[d] = 0;
+  T* acc = partial + kForwardExtra;
+  for (int64_t d = 0; d < Dh; ++d) acc[d] = 0;
   const RowSupport support = row_support(pb, row);
-  const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
   RowMax<T> mx{pb, h, qi, kb, -infinity<T>()};
-  for_each_key(pb, b, i, support, mx);
-  if (mx.m == -infinity<T>()) {  // no key (or every logit -inf): output 0
+  for_each_key(pb, b, i, support, part, parts, mx);
+  partial[0] = mx.m, partial[1] = 0, partial[2] = 0;
+  if (mx.m == -infinity<T>()) return;  // no key in this part
+  const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+  RowSums<T> sums{pb, h, i, qi, kb, v + bh * pb.N * Dh, row_mask, mx.m, 0, 0, acc};
+  for_each_key(pb, b, i, support, part, parts, sums);
+  partial[1] = sums.sum_e, partial[2] = sums.sum_em;
+}
+
+// Query row `row`: its parts' sums merged (each rescaled to the row's max) into out's row and
+// lse (+inf and an output of 0 for a row that sees no key).
+template <typename T>
+POSGRAD_HD void forward_merge(const Problem<T>& pb, int64_t row, int64_t parts, const T* partials, T* out, T* lse) {
+  const int64_t Dh = pb.Dh, stride = kForwardExtra + Dh;
+  const T* first = partials + row * parts * stride;
+  T* o = out + row * Dh;
+  T m = -infinity<T>();
+  for (int64_t p = 0; p < parts; ++p) m = first[p * stride] > m ? first[p * stride] : m;
+  for (int64_t d = 0; d < Dh; ++d) o[d] = 0;
+  if (m == -infinity<T>()) {
     lse[row] = infinity<T>();
     return;
   }
-  RowSums<T> sums{pb, h, i, qi, kb, v + bh * pb.N * Dh, row_mask, mx.m, 0, 0, o};
-  for_each_key(pb, b, i, support, sums);
-  const T denominator = masked(pb) ? sums.sum_em + static_cast<T>(kMaskEpsilon) * sums.sum_e : sums.sum_e;
+  T sum_e = 0, sum_em = 0;
+  for (int64_t p = 0; p < parts; ++p) {
+    const T* part = first + p * stride;
+    if (part[0] == -infinity<T>()) continue;
+    const T scale = std::exp(part[0] - m);
+    sum_e += scale * part[1];
+    sum_em += scale * part[2];
+    for (int64_t d = 0; d < Dh; ++d) o[d] += scale * part[kForwardExtra + d];
+  }
+  const T denominator = masked(pb) ? sum_em + static_cast<T>(kMaskEpsilon) * sum_e : sum_e;
   for (int64_t d = 0; d < Dh; ++d) o[d] /= denominator;
-  lse[row] = mx.m + std::log(denominator);
+  lse[row] = m + std::log(denominator);
 }
 
 // ------------------------------------------------------------------ backward
@@ -337,6 +398,20 @@ POSGRAD_HD PairGrad<T> pair_grad(const Problem<T>& pb, int64_t h, const T* qi, c
   return g;
 }
 
+// Query row `row`, before the parts: D[row] = dout_i . out_i, the row mask's gradient row zeroed
+// (when wanted) and the row's support in support[2 row], support[2 row + 1] (with a row mask).
+template <typename T>
+POSGRAD_HD void backward_prepare_row(const Problem<T>& pb, int64_t row, const T* out, const T* dout, T* D,
+                                     T* d_row_mask, int64_t* support) {
+  D[row] = dot(dout + row * pb.Dh, out + row * pb.Dh, pb.Dh);
+  if (d_row_mask)
+    for (int64_t c = 0; c < pb.W; ++c) d_row_mask[row * pb.W + c] = 0;
+  if (support) {
+    const RowSupport s = row_support(pb, row);
+    support[2 * row] = s.first, support[2 * row + 1] = s.last;
+  }
+}
+
 template <typename T>
 struct RowGrad {
   const Problem<T>& pb;
@@ -357,85 +432,112 @@ struct RowGrad {
   }
 };
 
-// Query row `row`: D[row] = dout_i . out_i, dq's row, the row mask's gradient row (when wanted)
-// and, with a row mask, the row's support in support[2 row], support[2 row + 1] (for the passes
-// over keys and entries).
+// Query row `row`, part `part` of `parts` of its keys: its share of dq ([Dh] at `partial`) and the
+// row mask's gradient at its keys' columns (each column belongs to one part).
 template <typename T>
-POSGRAD_HD void backward_row(const Problem<T>& pb, int64_t row, const T* q, const T* k, const T* v, const T* out,
-                             const T* lse, const T* dout, T* D, T* dq, T* d_row_mask, int64_t* support) {
+POSGRAD_HD void backward_row_part(const Problem<T>& pb, int64_t row, int64_t part, int64_t parts, const T* q,
+                                  const T* k, const T* v, const T* lse, const T* D, const T* dout, T* d_row_mask,
+                                  T* partial) {
   const int64_t bh = row / pb.Nq, i = row % pb.Nq, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
-  T* dqi = dq + row * Dh;
-  for (int64_t d = 0; d < Dh; ++d) dqi[d] = 0;
-  T* d_row = d_row_mask ? d_row_mask + row * pb.W : nullptr;
-  if (d_row)
-    for (int64_t c = 0; c < pb.W; ++c) d_row[c] = 0;
-  const RowSupport s = row_support(pb, row);
-  if (support) support[2 * row] = s.first, support[2 * row + 1] = s.last;
-  const T D_i = dot(dout + row * Dh, out + row * Dh, Dh);
-  D[row] = D_i;
+  for (int64_t d = 0; d < Dh; ++d) partial[d] = 0;
   if (lse[row] == infinity<T>()) return;
   const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
-  RowGrad<T> grad{pb,       h,        i,   q + row * Dh, k + bh * pb.N * Dh, v + bh * pb.N * Dh, dout + row * Dh,
-                  row_mask, lse[row], D_i, dqi,          d_row};
-  for_each_key(pb, b, i, s, grad);
+  RowGrad<T> grad{pb,       h,        i,      q + row * Dh, k + bh * pb.N * Dh, v + bh * pb.N * Dh, dout + row * Dh,
+                  row_mask, lse[row], D[row], partial,      d_row_mask ? d_row_mask + row * pb.W : nullptr};
+  for_each_key(pb, b, i, row_support(pb, row), part, parts, grad);
 }
 
-// Key row `key` = (b H + h) N + j: dk's and dv's rows, and key_bias_share[key] = sum over its
-// queries of d content (the key bias's gradient is sum_j key_bias_share[j] k_j per head).
-// support: backward_row's supports (null without a row mask).
+// Key row `key` = (b H + h) N + j, part `part` of `parts` of the queries whose box holds it:
+// its shares of dk and dv and of the key bias's gradient, [dk (Dh), dv (Dh), sum of d content]
+// at `partial` (2 Dh + 1 values). support: backward_prepare_row's (null without a row mask).
 template <typename T>
-POSGRAD_HD void backward_key(const Problem<T>& pb, int64_t key, const T* q, const T* k, const T* v, const T* lse,
-                             const T* D, const T* dout, const int64_t* support, T* dk, T* dv, T* key_bias_share) {
+POSGRAD_HD void backward_key_part(const Problem<T>& pb, int64_t key, int64_t part, int64_t parts, const T* q,
+                                  const T* k, const T* v, const T* lse, const T* D, const T* dout,
+                                  const int64_t* support, T* partial) {
   const int64_t bh = key / pb.N, j = key % pb.N, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
-  T* dkj = dk + key * Dh;
-  T* dvj = dv + key * Dh;
-  for (int64_t d = 0; d < Dh; ++d) dkj[d] = dvj[d] = 0;
+  T* dkj = partial;
+  T* dvj = partial + Dh;
+  for (int64_t d = 0; d < 2 * Dh + 1; ++d) partial[d] = 0;
+  if (pb.padded && pb.padded[b * pb.N + j]) return;
+  const Geometry& g = pb.geometry;
+  const T* kj = k + key * Dh;
+  const T* vj = v + key * Dh;
+  const T* a = pb.tables.key_bias ? pb.tables.key_bias + h * Dh : nullptr;
   T share = 0;
-  if (!pb.padded || !pb.padded[b * pb.N + j]) {
-    const Geometry& g = pb.geometry;
-    const T* kj = k + key * Dh;
-    const T* vj = v + key * Dh;
-    const T* a = pb.tables.key_bias ? pb.tables.key_bias + h * Dh : nullptr;
-    const auto add_query = [&](int64_t i, int64_t r) {
-      const int64_t row = bh * pb.Nq + i;
-      if (lse[row] == infinity<T>()) return;
-      const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
-      const int64_t column = row_mask ? window_column(pb, i, j) : 0;
-      if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) return;  // outside its support
-      const T* qi = q + row * Dh;
-      const PairGrad<T> pg = pair_grad(pb, h, qi, kj, vj, dout + row * Dh, lse[row], D[row], r, row_mask, column);
-      const T dcontent = pg.ds * pg.pair.G, weight = masked(pb) ? pg.p * pg.pair.M : pg.p;
-      for (int64_t d = 0; d < Dh; ++d) {
-        dkj[d] += dcontent * (pb.scale * qi[d] + (a ? a[d] : T(0)));
-        dvj[d] += weight * dout[row * Dh + d];
-      }
-      share += dcontent;
-    };
-    if (g.dims == 0) {
-      for (int64_t i = 0; i < pb.Nq; ++i) add_query(i, 0);
-    } else {
-      int64_t kc[kMaxDims];
-      key_coords(g, j, kc);
-      BoxWalk w = queries_of_key(g, kc);
-      if (!w.empty) do {
-          add_query(query_index(g, w.at), relative_entry(g, w.at, kc));
-        } while (w.next());
+  const auto add_query = [&](int64_t i, int64_t r) {
+    const int64_t row = bh * pb.Nq + i;
+    if (lse[row] == infinity<T>()) return;
+    const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+    const int64_t column = row_mask ? window_column(pb, i, j) : 0;
+    if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) return;  // outside its support
+    const T* qi = q + row * Dh;
+    const PairGrad<T> pg = pair_grad(pb, h, qi, kj, vj, dout + row * Dh, lse[row], D[row], r, row_mask, column);
+    const T dcontent = pg.ds * pg.pair.G, weight = masked(pb) ? pg.p * pg.pair.M : pg.p;
+    for (int64_t d = 0; d < Dh; ++d) {
+      dkj[d] += dcontent * (pb.scale * qi[d] + (a ? a[d] : T(0)));
+      dvj[d] += weight * dout[row * Dh + d];
     }
+    share += dcontent;
+  };
+  if (g.dims == 0) {
+    for (int64_t i = slice_begin(pb.Nq, part, parts); i < slice_begin(pb.Nq, part + 1, parts); ++i) add_query(i, 0);
+  } else {
+    int64_t kc[kMaxDims];
+    key_coords(g, j, kc);
+    BoxWalk w = queries_of_key(g, kc);
+    const int64_t count = w.count(), begin = slice_begin(count, part, parts), end = slice_begin(count, part + 1, parts);
+    if (begin < end) w.seek(begin);
+    for (int64_t t = begin; t < end; ++t, w.next()) add_query(query_index(g, w.at), relative_entry(g, w.at, kc));
+  }
+  partial[2 * Dh] = share;
+}
+
+// Key row `key`: its parts' shares summed into dk's and dv's rows and key_bias_share[key] (the key
+// bias's gradient is sum_j key_bias_share[j] k_j per head; null: not wanted).
+template <typename T>
+POSGRAD_HD void backward_key_merge(const Problem<T>& pb, int64_t key, int64_t parts, const T* partials, T* dk, T* dv,
+                                   T* key_bias_share) {
+  const int64_t Dh = pb.Dh, stride = 2 * Dh + 1;
+  const T* first = partials + key * parts * stride;
+  T share = 0;
+  for (int64_t d = 0; d < Dh; ++d) dk[key * Dh + d] = dv[key * Dh + d] = 0;
+  for (int64_t p = 0; p < parts; ++p) {
+    const T* part = first + p * stride;
+    for (int64_t d = 0; d < Dh; ++d) {
+      dk[key * Dh + d] += part[d];
+      dv[key * Dh + d] += part[Dh + d];
+    }
+    share += part[2 * Dh];
   }
   if (key_bias_share) key_bias_share[key] = share;
 }
 
-// Entry `entry` = h R + r of the relative tables: every wanted table gradient at (h, r), over the
-// batches and the queries whose key at that offset is on the grid, not padded, in the box and
-// (with a row mask) in the row's support.
+// [N]-row sums of `parts` partial rows of `width` values: dq's rows from backward_row_part.
 template <typename T>
-POSGRAD_HD void backward_entry(const Problem<T>& pb, int64_t entry, const T* q, const T* k, const T* v, const T* lse,
-                               const T* D, const T* dout, const int64_t* support, const TableGrads<T>& grads) {
-  const int64_t h = entry / pb.R, r = entry % pb.R, Dh = pb.Dh, R = pb.R;
+POSGRAD_HD void sum_parts(int64_t row, int64_t parts, int64_t width, const T* partials, T* out) {
+  const T* first = partials + row * parts * width;
+  for (int64_t d = 0; d < width; ++d) {
+    T sum = 0;
+    for (int64_t p = 0; p < parts; ++p) sum += first[p * width + d];
+    out[row * width + d] = sum;
+  }
+}
+
+// The values a relative entry's part accumulates: [bias, modulation, positional modulation,
+// mask, query table (Dh)] (kEntryExtra + Dh values).
+constexpr int64_t kEntryExtra = 4;
+
+// Entry `entry` = h R + r of the relative tables, part `part` of `parts` of the (batch, query)
+// pairs whose key at that offset is on the grid, not padded, in the box and (with a row mask) in
+// the row's support: its shares of every table's gradient at (h, r).
+template <typename T>
+POSGRAD_HD void backward_entry_part(const Problem<T>& pb, int64_t entry, int64_t part, int64_t parts, const T* q,
+                                    const T* k, const T* v, const T* lse, const T* D, const T* dout,
+                                    const int64_t* support, T* partial) {
+  const int64_t h = entry / pb.R, r = entry % pb.R, Dh = pb.Dh;
   const Geometry& g = pb.geometry;
-  T dbias = 0, dmod = 0, dposmod = 0, dmask = 0;
-  if (grads.query_table)
-    for (int64_t d = 0; d < Dh; ++d) grads.query_table[(h * Dh + d) * R + r] = 0;
+  for (int64_t d = 0; d < kEntryExtra + Dh; ++d) partial[d] = 0;
+  if (g.dims == 0) return;
   int64_t offset[kMaxDims];
   int64_t rest = r;
   for (int d = 0; d < g.dims; ++d) {  // r's offset: entries (o_d - relative_lo_d) in mixed radix
@@ -444,36 +546,53 @@ POSGRAD_HD void backward_entry(const Problem<T>& pb, int64_t entry, const T* q, 
     offset[d] = e + g.relative_lo[d];
   }
   BoxWalk w = queries_at_offset(g, offset);
-  if (g.dims > 0 && !w.empty) {
-    do {
-      const int64_t i = query_index(g, w.at);
-      int64_t kc[kMaxDims];
-      for (int d = 0; d < g.dims; ++d) kc[d] = w.at[d] + offset[d];
-      const int64_t j = key_index(g, kc);
-      for (int64_t b = 0; b < pb.B; ++b) {
-        if (pb.padded && pb.padded[b * pb.N + j]) continue;
-        const int64_t bh = b * pb.H + h, row = bh * pb.Nq + i;
-        if (lse[row] == infinity<T>()) continue;
-        const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
-        const int64_t column = row_mask ? window_column(pb, i, j) : 0;
-        if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) continue;  // outside its support
-        const T* qi = q + row * Dh;
-        const PairGrad<T> pg = pair_grad(pb, h, qi, k + (bh * pb.N + j) * Dh, v + (bh * pb.N + j) * Dh,
-                                         dout + row * Dh, lse[row], D[row], r, row_mask, column);
-        const T dpositional = pg.ds * pg.pair.G * pg.pair.P;
-        dbias += dpositional;
-        dmod += pg.ds * (pg.pair.content + pg.pair.P * pg.pair.positional);
-        dposmod += pg.ds * pg.pair.G * pg.pair.positional;
-        dmask += pg.p * (pg.dp - D[row]);
-        if (grads.query_table)
-          for (int64_t d = 0; d < Dh; ++d) grads.query_table[(h * Dh + d) * R + r] += dpositional * qi[d];
-      }
-    } while (w.next());
+  const int64_t per_batch = w.count(), count = pb.B * per_batch;
+  const int64_t begin = slice_begin(count, part, parts), end = slice_begin(count, part + 1, parts);
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t b = t / per_batch;
+    if (t == begin || t % per_batch == 0) w.seek(t % per_batch);
+    const int64_t i = query_index(g, w.at);
+    int64_t kc[kMaxDims];
+    for (int d = 0; d < g.dims; ++d) kc[d] = w.at[d] + offset[d];
+    w.next();
+    const int64_t j = key_index(g, kc);
+    if (pb.padded && pb.padded[b * pb.N + j]) continue;
+    const int64_t bh = b * pb.H + h, row = bh * pb.Nq + i;
+    if (lse[row] == infinity<T>()) continue;
+    const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+    const int64_t column = row_mask ? window_column(pb, i, j) : 0;
+    if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) continue;  // outside its support
+    const T* qi = q + row * Dh;
+    const PairGrad<T> pg = pair_grad(pb, h, qi, k + (bh * pb.N + j) * Dh, v + (bh * pb.N + j) * Dh, dout + row * Dh,
+                                     lse[row], D[row], r, row_mask, column);
+    const T dpositional = pg.ds * pg.pair.G * pg.pair.P;
+    partial[0] += dpositional;
+    partial[1] += pg.ds * (pg.pair.content + pg.pair.P * pg.pair.positional);
+    partial[2] += pg.ds * pg.pair.G * pg.pair.positional;
+    partial[3] += pg.p * (pg.dp - D[row]);
+    for (int64_t d = 0; d < Dh; ++d) partial[kEntryExtra + d] += dpositional * qi[d];
   }
-  if (grads.bias) grads.bias[entry] = dbias;
-  if (grads.modulation) grads.modulation[entry] = dmod;
-  if (grads.positional_modulation) grads.positional_modulation[entry] = dposmod;
-  if (grads.prob_mask) grads.prob_mask[entry] = dmask;
+}
+
+// Entry `entry`: its parts' shares summed into every wanted table gradient.
+template <typename T>
+POSGRAD_HD void backward_entry_merge(const Problem<T>& pb, int64_t entry, int64_t parts, const T* partials,
+                                     const TableGrads<T>& grads) {
+  const int64_t h = entry / pb.R, r = entry % pb.R, Dh = pb.Dh, stride = kEntryExtra + Dh;
+  const T* first = partials + entry * parts * stride;
+  T sums[kEntryExtra] = {0, 0, 0, 0};
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t x = 0; x < kEntryExtra; ++x) sums[x] += first[p * stride + x];
+  if (grads.bias) grads.bias[entry] = sums[0];
+  if (grads.modulation) grads.modulation[entry] = sums[1];
+  if (grads.positional_modulation) grads.positional_modulation[entry] = sums[2];
+  if (grads.prob_mask) grads.prob_mask[entry] = sums[3];
+  if (grads.query_table)
+    for (int64_t d = 0; d < Dh; ++d) {
+      T sum = 0;
+      for (int64_t p = 0; p < parts; ++p) sum += first[p * stride + kEntryExtra + d];
+      grads.query_table[(h * Dh + d) * pb.R + r] = sum;
+    }
 }
 
 // The key bias's gradient at (h, d) = `hd`: sum over batches and keys of key_bias_share k_j[d].
