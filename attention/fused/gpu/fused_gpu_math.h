@@ -28,7 +28,8 @@
 // summed in one thread in key order.
 // Deliberately not here: CUDA itself (fused_gpu.cu), argument checks and table layouts
 // (fused_attention.cpp), column tables (a CPU layout), probabilities for figures.
-// Plain C++17 with POSGRAD_HD on each function: nvcc compiles it as CUDA C++17, g++ as C++20.
+// Plain C++17 with POSGRAD_HD (tensor/host_device.h) on each function: nvcc compiles it as CUDA
+// C++17, g++ as C++20.
 // Shapes: letters of shape_legend.h; q, out, dq [B, H, Nq, Dh], k, v, dk, dv [B, H, N, Dh],
 // lse, D [B, H, Nq]; tables per head as the CPU kernels read them: key_bias [H, Dh],
 // query_table [H, Dh, R], row_prob_mask [B, H, Nq, W], the others [H, R].
@@ -37,11 +38,7 @@
 #include <cmath>
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define POSGRAD_HD __host__ __device__
-#else
-#define POSGRAD_HD
-#endif
+#include "tensor/host_device.h"  // POSGRAD_HD
 
 namespace posgrad::fused_gpu {
 
@@ -122,33 +119,33 @@ struct BoxWalk {
   }
 };
 
-POSGRAD_HD inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-POSGRAD_HD inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+POSGRAD_HD int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+POSGRAD_HD int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // Query i's coordinates in the keys' frame.
-POSGRAD_HD inline void query_coords(const Geometry& g, int64_t i, int64_t* c) {
+POSGRAD_HD void query_coords(const Geometry& g, int64_t i, int64_t* c) {
   for (int d = g.dims - 1; d >= 0; --d) {
     c[d] = i % g.query_size[d] + g.query_first[d];
     i /= g.query_size[d];
   }
 }
-POSGRAD_HD inline void key_coords(const Geometry& g, int64_t j, int64_t* c) {
+POSGRAD_HD void key_coords(const Geometry& g, int64_t j, int64_t* c) {
   for (int d = g.dims - 1; d >= 0; --d) {
     c[d] = j % g.key_size[d];
     j /= g.key_size[d];
   }
 }
-POSGRAD_HD inline int64_t key_index(const Geometry& g, const int64_t* c) {
+POSGRAD_HD int64_t key_index(const Geometry& g, const int64_t* c) {
   int64_t j = 0;
   for (int d = 0; d < g.dims; ++d) j = j * g.key_size[d] + c[d];
   return j;
 }
-POSGRAD_HD inline int64_t query_index(const Geometry& g, const int64_t* c) {
+POSGRAD_HD int64_t query_index(const Geometry& g, const int64_t* c) {
   int64_t i = 0;
   for (int d = 0; d < g.dims; ++d) i = i * g.query_size[d] + (c[d] - g.query_first[d]);
   return i;
 }
-POSGRAD_HD inline int64_t relative_entry(const Geometry& g, const int64_t* query, const int64_t* key) {
+POSGRAD_HD int64_t relative_entry(const Geometry& g, const int64_t* query, const int64_t* key) {
   int64_t r = 0;
   for (int d = 0; d < g.dims; ++d) r += (key[d] - query[d] - g.relative_lo[d]) * g.rstride[d];
   return r;
@@ -156,7 +153,7 @@ POSGRAD_HD inline int64_t relative_entry(const Geometry& g, const int64_t* query
 
 // The keys query i sees (key coordinates), the queries that see key j (query coordinates), and
 // the queries whose key at offset `offset` lies on the key grid (query coordinates).
-POSGRAD_HD inline BoxWalk keys_of_query(const Geometry& g, const int64_t* query) {
+POSGRAD_HD BoxWalk keys_of_query(const Geometry& g, const int64_t* query) {
   BoxWalk w{g.dims, {}, {}, {}, false};
   for (int d = 0; d < g.dims; ++d) {
     w.lo[d] = max64(0, query[d] + g.lo[d]);
@@ -166,7 +163,7 @@ POSGRAD_HD inline BoxWalk keys_of_query(const Geometry& g, const int64_t* query)
   }
   return w;
 }
-POSGRAD_HD inline BoxWalk queries_of_key(const Geometry& g, const int64_t* key) {
+POSGRAD_HD BoxWalk queries_of_key(const Geometry& g, const int64_t* key) {
   BoxWalk w{g.dims, {}, {}, {}, false};
   for (int d = 0; d < g.dims; ++d) {
     w.lo[d] = max64(g.query_first[d], key[d] - g.hi[d]);
@@ -176,7 +173,7 @@ POSGRAD_HD inline BoxWalk queries_of_key(const Geometry& g, const int64_t* key) 
   }
   return w;
 }
-POSGRAD_HD inline BoxWalk queries_at_offset(const Geometry& g, const int64_t* offset) {
+POSGRAD_HD BoxWalk queries_at_offset(const Geometry& g, const int64_t* offset) {
   BoxWalk w{g.dims, {}, {}, {}, false};
   for (int d = 0; d < g.dims; ++d) {
     w.lo[d] = max64(g.query_first[d], -offset[d]);
@@ -267,7 +264,7 @@ POSGRAD_HD BoxWalk key_walk(const Problem<T>& pb, const int64_t* query, const Ro
 }
 
 // The first of `parts` equal slices of `count` items, and the one after it.
-POSGRAD_HD inline int64_t slice_begin(int64_t count, int64_t part, int64_t parts) { return count * part / parts; }
+POSGRAD_HD int64_t slice_begin(int64_t count, int64_t part, int64_t parts) { return count * part / parts; }
 
 // Part `part` of `parts` of the keys of query row i of batch b, one by one: visit(j, r) for every
 // key in that slice of the row's walk that is not padded (Visit: callable with (int64_t j, int64_t r)).
