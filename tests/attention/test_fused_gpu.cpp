@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "attention/fused/fused_attention.h"
+#include "attention/fused/gpu/fused_gpu.h"
 #include "attention/multi_head_attention.h"
 #include "attention/reference_attention.h"
 #include "posgrad.h"
@@ -183,6 +184,26 @@ BOOST_AUTO_TEST_CASE(every_kind_the_kernels_take_acts) {
     const Inputs a = make_inputs(with, kFloat64), b = make_inputs(without, kFloat64);
     BOOST_TEST(max_abs_diff(run(a, Impl::Emulation).out, run(b, Impl::Emulation).out) > 1e-6, kind << " is ignored");
   }
+}
+
+// The parts per row fill a GPU (about 2^18 threads) with parts of at least 32 items: the key
+// box, not the sequence, bounds a row's work.
+BOOST_AUTO_TEST_CASE(parts_follow_the_rows_and_the_box) {
+  fused_gpu::Problem<double> pb;
+  pb.B = 1, pb.H = 1, pb.Nq = 4096, pb.N = 4096, pb.Dh = 8;
+  const fused_gpu::Where on_a_gpu{};
+  BOOST_TEST(fused_gpu::Parts::plan(pb, on_a_gpu).rows == 64);  // no grid (trees): 4,096 rows x 64 = 2^18
+  pb.geometry.dims = 1;
+  pb.geometry.key_size[0] = pb.geometry.query_size[0] = 4096;
+  pb.geometry.lo[0] = -32, pb.geometry.hi[0] = 31;  // 64 keys a row: two parts of 32
+  pb.R = 8191;
+  const fused_gpu::Parts parts = fused_gpu::Parts::plan(pb, on_a_gpu);
+  BOOST_TEST(parts.rows == 2);
+  BOOST_TEST(parts.keys == 2);
+  BOOST_TEST(parts.entries == 33);  // 8,191 entries of up to 4,096 pairs: ceil(2^18 / 8,191)
+  pb.B = 64, pb.H = 8;  // 2^21 rows: one part each
+  BOOST_TEST(fused_gpu::Parts::plan(pb, on_a_gpu).rows == 1);
+  BOOST_TEST(fused_gpu::Parts::plan(pb, fused_gpu::Where{true, 0, 5}).rows == 5);  // the tests' choice
 }
 
 BOOST_AUTO_TEST_SUITE_END()

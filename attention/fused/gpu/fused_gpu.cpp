@@ -13,11 +13,22 @@ namespace posgrad::fused_gpu {
 
 namespace {
 
-// Parts for `rows` rows of at most `work` items each.
+// Parts for `rows` rows of at most `work` items each: enough threads to fill a GPU, and parts of
+// at least 32 items.
 int64_t parts_for(int64_t rows, int64_t work) {
   constexpr int64_t kTargetThreads = int64_t{1} << 18, kLeastWork = 32;
   const int64_t wanted = rows > 0 ? (kTargetThreads + rows - 1) / rows : 1;
   return std::max<int64_t>(1, std::min(wanted, work / kLeastWork));
+}
+
+// The most keys a query sees (and queries a key is seen by): the offset box's volume within the
+// grids, at most `all`.
+int64_t box_volume(const Geometry& g, int64_t all) {
+  if (g.dims == 0) return all;  // no grid: every key
+  int64_t volume = 1;
+  for (int d = 0; d < g.dims; ++d)
+    volume *= std::max<int64_t>(0, std::min(g.hi[d], g.key_size[d] - 1) - std::max(g.lo[d], -(g.query_size[d] - 1)) + 1);
+  return std::min(volume, all);
 }
 
 }  // namespace
@@ -25,7 +36,9 @@ int64_t parts_for(int64_t rows, int64_t work) {
 template <typename T>
 Parts Parts::plan(const Problem<T>& pb, const Where& where) {
   if (where.parts > 0) return {where.parts, where.parts, where.parts};
-  return {parts_for(pb.B * pb.H * pb.Nq, pb.N), parts_for(pb.B * pb.H * pb.N, pb.Nq), parts_for(pb.H * pb.R, pb.B * pb.Nq)};
+  const Geometry& g = pb.geometry;
+  return {parts_for(pb.B * pb.H * pb.Nq, box_volume(g, pb.N)), parts_for(pb.B * pb.H * pb.N, box_volume(g, pb.Nq)),
+          parts_for(pb.H * pb.R, pb.B * pb.Nq)};
 }
 
 template <typename T>
