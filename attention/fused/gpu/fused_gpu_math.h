@@ -14,8 +14,9 @@
 // (its slice of the keys, queries or pairs: `parts` per row, so that short rows still fill a
 // GPU), writes that part's sums to its own place in a scratch buffer, and a merge step per row
 // combines them; no pass stores a probability:
-//   forward           per (query row, part): max of s, then the sums; merged (each part rescaled
-//                     to the row's max) into out_i and lse_i = max + log(denominator)
+//   forward           per (query row, part): the sums in one pass with a running max (online
+//                     softmax); merged (each part rescaled to the row's max) into out_i and
+//                     lse_i = max + log(denominator)
 //   backward rows     per query row D_i = dout_i . out_i; per (query row, part) dq's share
 //                     (FlashAttention-2's recomputation of p = exp(s - lse)) and the row mask's
 //                     gradient at its keys; merged into dq
@@ -296,18 +297,8 @@ POSGRAD_HD void for_each_key(const Problem<T>& pb, int64_t b, int64_t i, const R
 // values), e = exp(s - m) with m the part's own max (-inf for a part without keys).
 constexpr int64_t kForwardExtra = 3;
 
-template <typename T>
-struct RowMax {
-  const Problem<T>& pb;
-  int64_t h;
-  const T *qi, *k;
-  T m;
-  POSGRAD_HD void operator()(int64_t j, int64_t r) {
-    const T s = pair_terms(pb, h, qi, k + j * pb.Dh, r).s;
-    m = s > m ? s : m;
-  }
-};
-
+// One pass over a part's keys with a running max m: when a logit above m comes, the sums so far
+// are rescaled by exp(m_old - m_new) (FlashAttention's online softmax).
 template <typename T>
 struct RowSums {
   const Problem<T>& pb;
@@ -317,6 +308,13 @@ struct RowSums {
   T* acc;  // [Dh]: sum of e M v_j
   POSGRAD_HD void operator()(int64_t j, int64_t r) {
     const Pair<T> p = pair_terms(pb, h, qi, k + j * pb.Dh, r);
+    if (p.s > m) {
+      const T scale = m == -infinity<T>() ? T(0) : std::exp(m - p.s);
+      sum_e *= scale;
+      sum_em *= scale;
+      for (int64_t d = 0; d < pb.Dh; ++d) acc[d] *= scale;
+      m = p.s;
+    }
     const T M = row_mask ? row_mask[window_column(pb, i, j)] : p.M;
     const T e = std::exp(p.s - m), w = e * M;
     sum_e += e;
@@ -335,15 +333,10 @@ POSGRAD_HD void forward_part(const Problem<T>& pb, int64_t row, int64_t part, in
   const T* kb = k + bh * pb.N * Dh;
   T* acc = partial + kForwardExtra;
   for (int64_t d = 0; d < Dh; ++d) acc[d] = 0;
-  const RowSupport support = row_support(pb, row);
-  RowMax<T> mx{pb, h, qi, kb, -infinity<T>()};
-  for_each_key(pb, b, i, support, part, parts, mx);
-  partial[0] = mx.m, partial[1] = 0, partial[2] = 0;
-  if (mx.m == -infinity<T>()) return;  // no key in this part
   const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
-  RowSums<T> sums{pb, h, i, qi, kb, v + bh * pb.N * Dh, row_mask, mx.m, 0, 0, acc};
-  for_each_key(pb, b, i, support, part, parts, sums);
-  partial[1] = sums.sum_e, partial[2] = sums.sum_em;
+  RowSums<T> sums{pb, h, i, qi, kb, v + bh * pb.N * Dh, row_mask, -infinity<T>(), 0, 0, acc};
+  for_each_key(pb, b, i, row_support(pb, row), part, parts, sums);
+  partial[0] = sums.m, partial[1] = sums.sum_e, partial[2] = sums.sum_em;  // m = -inf: no key in this part
 }
 
 // Query row `row`: its parts' sums merged (each rescaled to the row's max) into out's row and
