@@ -12,6 +12,7 @@
 #   apps   the apps on the GPU: one epoch of the posattn thesis model (2-D SIREN + span t=0.1) on
 #          the bundle's CIFAR-10 batch (data.train_batches=1: 8,000 training and 2,000 validation
 #          images; the 80-epoch time on all 40,000 is extrapolated from its time per image), then
+#          the same epoch on the GPU fused kernels (-Dmodel.attention=fused), then
 #          one epoch of the paper's CCT (configs/cct/full.yaml with grid APE) on the same batch
 #          (8,000 training images; the 300-epoch time on 45,000 is extrapolated from it), then the
 #          charlm shakespeare_gpu preset for at most POSGRAD_CHARLM_MINUTES (default 4), then 3 epochs
@@ -29,7 +30,7 @@
 # Usage: scripts/gpu_check.sh [tests|bench|apps|all|smoke]...      (default: all)
 # Through the device tool (10 minutes a call): `tests bench apps` fit one call on an H100/H200 with
 # POSGRAD_CHARLM_MINUTES=1.5; POSGRAD_GPU_SUITE_SECONDS (default 300) limits each suite, and
-# POSGRAD_GPU_APPS (default "posattn cct charlm seqtasks treetasks") picks the apps stage's runs and
+# POSGRAD_GPU_APPS (default "posattn posattn_fused cct charlm seqtasks treetasks") picks the apps stage's runs and
 # POSGRAD_GPU_BENCHES (default "matmul transformer posattn charlm attention") the bench stage's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -247,16 +248,25 @@ if wants apps || wants smoke; then
 fi
 if (wants apps || wants smoke) && [[ $have_data == 1 ]]; then
   log=$out/apps.log
-  app_wanted() { [[ " ${POSGRAD_GPU_APPS:-posattn cct charlm seqtasks treetasks} " == *" $1 "* ]]; }
+  app_wanted() { [[ " ${POSGRAD_GPU_APPS:-posattn posattn_fused cct charlm seqtasks treetasks} " == *" $1 "* ]]; }
   # posattn: the thesis arm 2-D SIREN + span t=0.1 for one epoch of the bundle's batch.
   posattn_args=(--config configs/posattn/2d_span_t01.yaml -Ddevice=$device -Ddata.dir="$data" -Ddata.train_batches=1
-                -Dtrain.epochs=1 --out "$runs/posattn")
+                -Dtrain.epochs=1)
   [[ $device == cuda ]] || posattn_args+=(-Ddata.image_size=8 -Ddata.small_dataset=200 -Dmodel.layers=1 -Dtrain.max_steps=2)
-  app_wanted posattn && step "posattn 2d_span_t01, one epoch" "$log" run_posgrad "$bin/posattn" "${posattn_args[@]}"
+  app_wanted posattn && step "posattn 2d_span_t01, one epoch" "$log" run_posgrad "$bin/posattn" "${posattn_args[@]}" \
+    --out "$runs/posattn"
   if [[ -f $runs/posattn/metrics.jsonl ]]; then
     cp "$runs/posattn/metrics.jsonl" "$out/posattn_metrics.jsonl"
     image_run_summary posattn "$runs/posattn" 40000 80 \
       "the thesis protocol, validation not included; the thesis: 30-40 h on a Titan RTX, our goal 0.5 h" val_acc score_share
+  fi
+  # posattn_fused: the same epoch on the GPU fused kernels (-Dmodel.attention=fused; auto keeps the
+  # reference path on a GPU), its summary line only (the tool returns at most 8 files).
+  app_wanted posattn_fused && step "posattn 2d_span_t01, one epoch, fused kernels" "$log" run_posgrad "$bin/posattn" \
+    "${posattn_args[@]}" -Dmodel.attention=fused --out "$runs/posattn_fused"
+  if app_wanted posattn_fused && [[ -f $runs/posattn_fused/metrics.jsonl ]]; then
+    image_run_summary posattn_fused "$runs/posattn_fused" 40000 80 "the thesis protocol on the GPU fused kernels" \
+      val_acc score_share
   fi
   # cct: the paper's CCT with grid APE for one epoch of the bundle's batch (1,000 validation and
   # 1,000 test images held out of it: the bundle has no test_batch.bin).
