@@ -148,12 +148,14 @@ Setup make_setup(const Tensor& q, const Tensor& k, const AttentionSpec& spec, bo
     const Tensor& m = spec.key_padding;
     if (m.dim() != 2 || m.size(0) != P.B || m.size(1) != P.N)
       fail("fused attention: key_padding must be [B, N] = [{}, {}], got {}", P.B, P.N, m.describe());
-    const std::vector<double> flags = mask_indicator(m.to(kCPU), kFloat64).to_vector<double>();
-    s.padded = std::make_shared<std::vector<uint8_t>>(flags.size());
-    for (size_t i = 0; i < flags.size(); ++i) (*s.padded)[i] = flags[i] != 0.0 ? 1 : 0;
-    P.padded = s.padded->data();
-    s.padded_flags = Tensor::from_vector<int64_t>(std::vector<int64_t>(s.padded->begin(), s.padded->end()),
-                                         {P.B, P.N}).to(q.device());
+    // The GPU kernels' flags stay on q's device (no copy to the host and back); the CPU kernels
+    // read bytes.
+    s.padded_flags = mask_indicator(m.to(q.device()), kFloat64).to(kInt64).contiguous();
+    if (q.device().is_cpu()) {
+      const std::vector<int64_t> flags = s.padded_flags.to_vector<int64_t>();
+      s.padded = std::make_shared<std::vector<uint8_t>>(flags.begin(), flags.end());
+      P.padded = s.padded->data();
+    }
   }
   return s;
 }
