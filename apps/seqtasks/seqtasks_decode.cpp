@@ -52,7 +52,7 @@ void decode(SeqtasksSettings& c, apps::Settings& settings, const std::string& ru
   for (size_t i = 0; i < examples.size(); ++i) {
     const TransductionExample& e = examples[i];
     const TransductionBatch batch = make_transduction_batch(examples, {static_cast<int64_t>(i)});
-    const Tensor decoded = greedy_decode(model, batch.source, transduction_app::source_padding(batch), Tensor::from_vector<int64_t>({e.target[0]}, {1}),
+    const Tensor decoded = greedy_decode(model, batch.source, batch.source_padding(), Tensor::from_vector<int64_t>({e.target[0]}, {1}),
                                          {.steps = static_cast<int64_t>(e.target.size()) - 1});
     const std::vector<int64_t> output = decoded.to_vector<int64_t>();
     const bool right = output == e.target;

@@ -78,16 +78,12 @@ TransductionExperiment shared_experiment(const TransductionSettings& c, const st
   return x;
 }
 
-Tensor source_padding(const TransductionBatch& batch) {
-  return eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype(), batch.source_mask.device()));
-}
-
 std::vector<bool> sequence_greedy_matches(EncoderDecoder& model, const std::vector<TransductionExample>& examples,
                                           const std::vector<int64_t>& indices, const TransductionBatch& batch) {
   const int64_t B = batch.size();
   std::vector<int64_t> first(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) first[static_cast<size_t>(b)] = examples[static_cast<size_t>(indices[b])].target[0];
-  const Tensor decoded = greedy_decode(model, batch.source, source_padding(batch),
+  const Tensor decoded = greedy_decode(model, batch.source, batch.source_padding(),
                                        Tensor::from_vector<int64_t>(first, {B}).to(batch.source.device()), {.steps = batch.decoder_input.size(1)});
   const auto tokens = decoded.to_vector<int64_t>();  // [B, T + 1]
   const size_t width = static_cast<size_t>(decoded.size(1));

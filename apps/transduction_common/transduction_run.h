@@ -82,7 +82,4 @@ void train(const TransductionExperiment& experiment, const apps::Settings& setti
 void eval(const TransductionExperiment& experiment, const std::string& run_dir, const std::string& which,
           const std::string& split);
 
-// The padding mask of a batch's source: non-zero where source_mask is 0.
-Tensor source_padding(const TransductionBatch& batch);
-
 }  // namespace posgrad::transduction_app

@@ -134,9 +134,9 @@ void decode(TreetasksSettings& c, apps::Settings& settings, const std::string& r
     if (tree_positions(c)) {
       TreeGreedyDecoding options = decoding;
       options.max_nodes = 2 * static_cast<int64_t>(e.target.size());
-      labels = greedy_decode_tree(model, batch.source, transduction_app::source_padding(batch), batch.source_heap, options)[0].labels;
+      labels = greedy_decode_tree(model, batch.source, batch.source_padding(), batch.source_heap, options)[0].labels;
     } else {
-      labels = greedy_decode(model, batch.source, transduction_app::source_padding(batch),
+      labels = greedy_decode(model, batch.source, batch.source_padding(),
                              Tensor::from_vector<int64_t>({e.target[0]}, {1}),
                              {.steps = static_cast<int64_t>(e.target.size()) - 1})
                    .to_vector<int64_t>();

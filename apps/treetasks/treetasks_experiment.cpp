@@ -30,7 +30,7 @@ transduction_app::TransductionExperiment experiment(const TreetasksSettings& c) 
                                   const std::vector<int64_t>& indices, const TransductionBatch& batch) {
       size_t longest = 0;
       for (int64_t i : indices) longest = std::max(longest, examples[static_cast<size_t>(i)].target.size());
-      const auto trees = greedy_decode_tree(model, batch.source, transduction_app::source_padding(batch), batch.source_heap,
+      const auto trees = greedy_decode_tree(model, batch.source, batch.source_padding(), batch.source_heap,
                                             tree_decoding(settings, static_cast<int64_t>(longest)));
       std::vector<bool> right(indices.size());
       for (size_t b = 0; b < indices.size(); ++b) right[b] = trees[b].labels == examples[static_cast<size_t>(indices[b])].target;

@@ -123,7 +123,7 @@ Positions EncoderDecoder::decoder_positions(const TransductionBatch& batch) cons
 
 Variable EncoderDecoder::forward(const TransductionBatch& batch) {
   const Positions source_at = source_positions(batch), decoder_at = decoder_positions(batch);
-  const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype(), batch.source_mask.device()));
+  const Tensor padding = batch.source_padding();
   std::optional<ApeMapsOncePerForward::MapsScope> maps;  // one computation for the encoder and the decoder
   if (ape_maps_) maps.emplace(*ape_maps_, std::vector<Positions>{source_at, decoder_at});
   const Variable memory = encode(batch.source, padding, &source_at);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "tensor/error.h"
+#include "tensor/ops.h"
 
 namespace posgrad {
 
@@ -44,6 +45,10 @@ TransductionBatch TransductionBatch::to(Device device) const {
                     &b.decoder_mask, &b.source_heap, &b.decoder_heap})
     if (t->defined()) *t = t->to(device);
   return b;
+}
+
+Tensor TransductionBatch::source_padding() const {
+  return eq(source_mask, Tensor::zeros({}, source_mask.dtype(), source_mask.device()));
 }
 
 TransductionBatch make_transduction_batch(const std::vector<TransductionExample>& examples,

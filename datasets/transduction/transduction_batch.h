@@ -50,6 +50,7 @@ struct TransductionBatch {
   Tensor source_heap, decoder_heap;                 // [B, N], [B, T]; tree tasks only
   int64_t size() const { return source.size(0); }   // B
   TransductionBatch to(Device device) const;        // every tensor copied to `device`
+  Tensor source_padding() const;                    // [B, N] on source_mask's device: 1 where it is 0
 };
 
 // The batch of examples[indices[0]], examples[indices[1]], ... in that order.

@@ -112,7 +112,7 @@ void check_golden_encoder_decoder(const std::string& name, Device device) {
     return cross_entropy(model.forward(batch), batch.decoder_target, Reduction::Mean, kIgnoreTarget, smoothing);
   };
   const Positions source_at = model.source_positions(batch);
-  const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype(), batch.source_mask.device()));
+  const Tensor padding = batch.source_padding();
   expect_close("encoder_output", model.encode(batch.source, padding, &source_at).value(), golden.at("encoder_output"),
                1e-10, 1e-8);
   expect_close("logits", model.forward(batch).value(), golden.at("logits"), 1e-10, 1e-8);
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(ape_maps_computed_once_per_forward) {
   BOOST_TEST(model.ape_maps()->tables_computed() == 1);
   model.forward(batch);
   BOOST_TEST(model.ape_maps()->tables_computed() == 2);  // a new table per forward (the generators change)
-  greedy_decode(model, batch.source, eq(batch.source_mask, Tensor::zeros({})), Tensor::zeros({3}, kInt64), {.steps = 4});
+  greedy_decode(model, batch.source, batch.source_padding(), Tensor::zeros({3}, kInt64), {.steps = 4});
   BOOST_TEST(model.ape_maps()->tables_computed() == 2 + 1 + 4);  // the encoder, then each cached step
   BOOST_TEST(model.ape_maps()->rotations_without_held_maps() == 0);  // every attention used the held maps
 }
@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(tree_ape_maps_computed_once_per_forward) {
   model.forward(batch);
   BOOST_TEST(model.ape_maps()->tables_computed() == 1);
   const Positions source_at = model.source_positions(batch), decoder_at = model.decoder_positions(batch);
-  const Tensor padding = eq(batch.source_mask, Tensor::zeros({}, batch.source_mask.dtype(), batch.source_mask.device()));
+  const Tensor padding = batch.source_padding();
   const Variable memory = model.encode(batch.source, padding, &source_at);
   BOOST_TEST(model.ape_maps()->tables_computed() == 2);
   model.decode(batch.decoder_input, memory, padding, &decoder_at, &source_at);
