@@ -160,7 +160,8 @@ Setup make_setup(const Tensor& q, const Tensor& k, const AttentionSpec& spec, bo
   return s;
 }
 
-void check_qkv(const Variable& q, const Variable& k, const Variable& v) {
+// What every entry point checks first: q, k, v, and a hook that only the reference applies.
+void check_call(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms) {
   if (!q.defined() || !k.defined() || !v.defined()) fail("fused attention: undefined q, k or v");
   if (q.dim() != 4 || k.shape() != v.shape() || k.dim() != 4 || q.size(0) != k.size(0) || q.size(1) != k.size(1) ||
       q.size(3) != k.size(3))
@@ -172,6 +173,7 @@ void check_qkv(const Variable& q, const Variable& k, const Variable& v) {
   if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
     fail("fused attention: q, k, v must share float32 or float64, got {}, {}, {}", q.value().describe(),
          k.value().describe(), v.value().describe());
+  if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
 }
 
 Tensor run_forward(const Setup& s, const std::vector<Tensor>& tables, const Tensor& q, const Tensor& k,
@@ -213,12 +215,10 @@ fused_gpu::Problem<T> gpu_problem(const Setup& s, const std::vector<Tensor>& tab
   return pb;
 }
 
-// fused_attention on the GPU kernels: on q's GPU, or (host) their arithmetic on the CPU with every
-// row split into `host_parts` parts.
+// fused_attention on the GPU kernels (after check_call): on q's GPU, or (host) their arithmetic on
+// the CPU with every row split into `host_parts` parts.
 Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
                                      const AttentionSpec& spec, bool host, int64_t host_parts) {
-  check_qkv(q, k, v);
-  if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
   const Device device = q.value().device();
   Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), device);
@@ -234,7 +234,8 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
     const Tensor partials = Tensor::empty({P.B * P.H * P.Nq * parts.rows * (fused_gpu::kForwardExtra + P.Dh)}, dtype, device);
     fused_gpu::Scratch<T> scratch;
     scratch.forward = partials.data<T>();
-    fused_gpu::forward<T>(pb, qc.data<T>(), kc.data<T>(), vc.data<T>(), out.data<T>(), lse.data<T>(), scratch, where);
+    fused_gpu::forward<T>(pb, qc.data<T>(), kc.data<T>(), vc.data<T>(), out.data<T>(), lse.data<T>(), scratch, parts,
+                          where);
   });
   return record("fused_attention", out, inputs,
                 [setup, table_values, table_slot, qc, kc, vc, out, lse, where, device](const Tensor& g,
@@ -272,7 +273,7 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
                     scratch.support = support.defined() ? support.data<int64_t>() : nullptr;
                     fused_gpu::backward<T>(pb, qc.data<T>(), kc.data<T>(), vc.data<T>(), out.data<T>(), lse.data<T>(),
                                            gc.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), tg, grad(key_bias),
-                                           scratch, where);
+                                           scratch, parts, where);
                   });
                   return input_grads(needs, dq, dk, dv, dtables, table_slot);
                 });
@@ -282,9 +283,8 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
 
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
                          const AttentionSpec& spec) {
-  check_qkv(q, k, v);
+  check_call(q, k, v, terms);
   if (q.value().device().is_cuda()) return fused_attention_gpu_kernels(q, k, v, terms, spec, /*host=*/false, 0);
-  if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
   Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), kCPU);
 
@@ -313,7 +313,7 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
 Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
                              const AttentionSpec& spec) {
   NoGradGuard no_grad;
-  check_qkv(Variable(q), Variable(k), Variable(v));
+  check_call(Variable(q), Variable(k), Variable(v), terms);
   if (!q.device().is_cpu()) {  // figures only: the CPU kernels on copies, the probabilities back on the GPU
     AttentionTerms on_cpu = terms;
     for (const TableKind& kind : kTableKinds)
@@ -322,7 +322,6 @@ Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, 
     if (spec.key_padding.defined()) spec_on_cpu.key_padding = spec.key_padding.to(kCPU);
     return fused_attention_probs(q.to(kCPU), k.to(kCPU), v.to(kCPU), on_cpu, spec_on_cpu).to(q.device());
   }
-  if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
   Setup setup = make_setup(q, k, spec, terms.uses_relative_tables());
   KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), kCPU);
   std::vector<Tensor> table_values;
@@ -334,7 +333,7 @@ Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, 
 
 Variable fused_attention_gpu_emulation(const Variable& q, const Variable& k, const Variable& v,
                                        const AttentionTerms& terms, const AttentionSpec& spec, int64_t parts) {
-  check_qkv(q, k, v);
+  check_call(q, k, v, terms);
   if (!q.value().device().is_cpu())
     fail("fused_attention_gpu_emulation: runs the GPU kernels' arithmetic on the CPU; got q {}", q.value().describe());
   if (parts < 1) fail("fused_attention_gpu_emulation: parts must be at least 1, got {}", parts);

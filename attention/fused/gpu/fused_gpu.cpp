@@ -43,8 +43,7 @@ Parts Parts::plan(const Problem<T>& pb, const Where& where) {
 
 template <typename T>
 void forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T* out, T* lse, const Scratch<T>& scratch,
-             Where where) {
-  const Parts parts = Parts::plan(pb, where);
+             const Parts& parts, Where where) {
   if (!where.host) {
 #ifdef POSGRAD_HAVE_CUDA
     return launch_forward(pb, q, k, v, out, lse, scratch, parts, where.device);
@@ -62,10 +61,9 @@ void forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T* out, T
 template <typename T>
 void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T* out, const T* lse, const T* dout,
               T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad, const Scratch<T>& scratch,
-              Where where) {
+              const Parts& parts, Where where) {
   if (key_bias_grad && !scratch.key_bias_share) fail("fused attention on a GPU: the key bias gradient needs its scratch");
   if (pb.tables.row_prob_mask && !scratch.support) fail("fused attention on a GPU: a row mask needs its supports' scratch");
-  const Parts parts = Parts::plan(pb, where);
   if (!where.host) {
 #ifdef POSGRAD_HAVE_CUDA
     return launch_backward(pb, q, k, v, out, lse, dout, dq, dk, dv, grads, key_bias_grad, scratch, parts, where.device);
@@ -100,9 +98,10 @@ void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T*
 
 #define POSGRAD_FUSED_GPU_INSTANTIATE(T)                                                                              \
   template Parts Parts::plan<T>(const Problem<T>&, const Where&);                                                  \
-  template void forward<T>(const Problem<T>&, const T*, const T*, const T*, T*, T*, const Scratch<T>&, Where);     \
+  template void forward<T>(const Problem<T>&, const T*, const T*, const T*, T*, T*, const Scratch<T>&, const Parts&, \
+                           Where);                                                                                 \
   template void backward<T>(const Problem<T>&, const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, \
-                            T*, const TableGrads<T>&, T*, const Scratch<T>&, Where);
+                            T*, const TableGrads<T>&, T*, const Scratch<T>&, const Parts&, Where);
 POSGRAD_FUSED_GPU_INSTANTIATE(float)
 POSGRAD_FUSED_GPU_INSTANTIATE(double)
 #undef POSGRAD_FUSED_GPU_INSTANTIATE

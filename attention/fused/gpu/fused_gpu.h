@@ -13,6 +13,7 @@ namespace posgrad::fused_gpu {
 
 // Where the passes run: on GPU `device` (its stream), or on the host (the tests' emulation).
 // parts > 0 splits every row into that many parts (the tests); 0 lets Parts::plan choose.
+// One call plans its parts once (Parts::plan), sizes its Scratch by them and hands them on.
 struct Where {
   bool host = false;
   int device = 0;
@@ -42,14 +43,14 @@ struct Scratch {
 // out [B, H, Nq, Dh] and lse [B, H, Nq] (+inf for a row that sees no key; its output is 0).
 template <typename T>
 void forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T* out, T* lse, const Scratch<T>& scratch,
-             Where where);
+             const Parts& parts, Where where);
 
 // dq, dk, dv (overwritten) and every non-null table gradient of `grads` (overwritten);
 // key_bias_grad [H, Dh] (null: not wanted).
 template <typename T>
 void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T* out, const T* lse, const T* dout,
               T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad, const Scratch<T>& scratch,
-              Where where);
+              const Parts& parts, Where where);
 
 #ifdef POSGRAD_HAVE_CUDA
 // The GPU side of forward and backward (fused_gpu.cu, built with the CUDA backend only).

@@ -95,6 +95,10 @@ struct BoxWalk {
   int dims;
   int64_t lo[kMaxDims], hi[kMaxDims], at[kMaxDims];
   bool empty;
+  POSGRAD_HD void bound(int d, int64_t from, int64_t to) {  // dim d's range, starting at its first
+    lo[d] = from, hi[d] = to, at[d] = from;
+    empty = empty || from > to;
+  }
   POSGRAD_HD int64_t count() const {  // points in the box
     if (empty) return 0;
     int64_t n = 1;
@@ -156,31 +160,23 @@ POSGRAD_HD int64_t relative_entry(const Geometry& g, const int64_t* query, const
 // the queries whose key at offset `offset` lies on the key grid (query coordinates).
 POSGRAD_HD BoxWalk keys_of_query(const Geometry& g, const int64_t* query) {
   BoxWalk w{g.dims, {}, {}, {}, false};
-  for (int d = 0; d < g.dims; ++d) {
-    w.lo[d] = max64(0, query[d] + g.lo[d]);
-    w.hi[d] = min64(g.key_size[d] - 1, query[d] + g.hi[d]);
-    w.at[d] = w.lo[d];
-    w.empty = w.empty || w.lo[d] > w.hi[d];
-  }
+  for (int d = 0; d < g.dims; ++d)
+    w.bound(d, max64(0, query[d] + g.lo[d]), min64(g.key_size[d] - 1, query[d] + g.hi[d]));
   return w;
 }
 POSGRAD_HD BoxWalk queries_of_key(const Geometry& g, const int64_t* key) {
   BoxWalk w{g.dims, {}, {}, {}, false};
-  for (int d = 0; d < g.dims; ++d) {
-    w.lo[d] = max64(g.query_first[d], key[d] - g.hi[d]);
-    w.hi[d] = min64(g.query_first[d] + g.query_size[d] - 1, key[d] - g.lo[d]);
-    w.at[d] = w.lo[d];
-    w.empty = w.empty || w.lo[d] > w.hi[d];
-  }
+  for (int d = 0; d < g.dims; ++d)
+    w.bound(d, max64(g.query_first[d], key[d] - g.hi[d]),
+            min64(g.query_first[d] + g.query_size[d] - 1, key[d] - g.lo[d]));
   return w;
 }
 POSGRAD_HD BoxWalk queries_at_offset(const Geometry& g, const int64_t* offset) {
   BoxWalk w{g.dims, {}, {}, {}, false};
   for (int d = 0; d < g.dims; ++d) {
-    w.lo[d] = max64(g.query_first[d], -offset[d]);
-    w.hi[d] = min64(g.query_first[d] + g.query_size[d] - 1, g.key_size[d] - 1 - offset[d]);
-    w.at[d] = w.lo[d];
-    w.empty = w.empty || w.lo[d] > w.hi[d] || offset[d] < g.lo[d] || offset[d] > g.hi[d];
+    w.bound(d, max64(g.query_first[d], -offset[d]),
+            min64(g.query_first[d] + g.query_size[d] - 1, g.key_size[d] - 1 - offset[d]));
+    w.empty = w.empty || offset[d] < g.lo[d] || offset[d] > g.hi[d];  // an offset outside the box: no pair
   }
   return w;
 }
@@ -191,32 +187,29 @@ struct Pair {
   T content, positional, G, P, M, s;
 };
 
+template <typename T>
+POSGRAD_HD T dot(const T* a, const T* b, int64_t n) {
+  T s = 0;
+  for (int64_t d = 0; d < n; ++d) s += a[d] * b[d];
+  return s;
+}
+
 // The pair of query row qi and key row kj (head h, relative entry r; r unused without tables).
 template <typename T>
 POSGRAD_HD Pair<T> pair_terms(const Problem<T>& pb, int64_t h, const T* qi, const T* kj, int64_t r) {
   const Tables<T>& t = pb.tables;
   const int64_t Dh = pb.Dh, R = pb.R;
-  T qk = 0, ak = 0, qt = 0;
-  for (int64_t d = 0; d < Dh; ++d) qk += qi[d] * kj[d];
-  if (t.key_bias)
-    for (int64_t d = 0; d < Dh; ++d) ak += t.key_bias[h * Dh + d] * kj[d];
+  T qt = 0;  // q_i . T[h, r]: the table is [H, Dh, R], so a stride of R
   if (t.query_table)
     for (int64_t d = 0; d < Dh; ++d) qt += qi[d] * t.query_table[(h * Dh + d) * R + r];
   Pair<T> p;
-  p.content = pb.scale * qk + ak;
+  p.content = pb.scale * dot(qi, kj, Dh) + (t.key_bias ? dot(t.key_bias + h * Dh, kj, Dh) : T(0));
   p.positional = qt + (t.bias ? t.bias[h * R + r] : T(0));
   p.G = t.modulation ? t.modulation[h * R + r] : T(1);
   p.P = t.positional_modulation ? t.positional_modulation[h * R + r] : T(1);
   p.M = t.prob_mask ? t.prob_mask[h * R + r] : T(1);
   p.s = p.G * (p.content + p.P * p.positional);
   return p;
-}
-
-template <typename T>
-POSGRAD_HD T dot(const T* a, const T* b, int64_t n) {
-  T s = 0;
-  for (int64_t d = 0; d < n; ++d) s += a[d] * b[d];
-  return s;
 }
 
 // Whether the probabilities are masked (prob_mask or row_prob_mask): out's denominator has the
@@ -255,12 +248,9 @@ POSGRAD_HD int64_t window_column(const Problem<T>& pb, int64_t i, int64_t j) {
 template <typename T>
 POSGRAD_HD BoxWalk key_walk(const Problem<T>& pb, const int64_t* query, const RowSupport& support) {
   BoxWalk w = keys_of_query(pb.geometry, query);
-  if (pb.tables.row_prob_mask) {  // 1-D: keys from the support's first to its last column
-    w.lo[0] = max64(w.lo[0], query[0] - (pb.W - 1) + support.first);
-    w.hi[0] = min64(w.hi[0], query[0] - (pb.W - 1) + support.last);
-    w.at[0] = w.lo[0];
-    w.empty = w.empty || w.lo[0] > w.hi[0];
-  }
+  if (pb.tables.row_prob_mask)  // 1-D: keys from the support's first to its last column
+    w.bound(0, max64(w.lo[0], query[0] - (pb.W - 1) + support.first),
+            min64(w.hi[0], query[0] - (pb.W - 1) + support.last));
   return w;
 }
 
