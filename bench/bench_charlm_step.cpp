@@ -106,7 +106,7 @@ int main(int argc, char** argv) try {
              device.str(), threads);
   fmt::print("  posgrad  median {:8.1f} ms  {:8.0f} tokens/s  ({} path; attention work {:.0f}% of full [S; segment])\n",
              median * 1e3, static_cast<double>(B * M) / median,
-             reference || (!device.is_cpu() && !fused) ? "reference" : "fused",  // auto: reference on a GPU
+             model.layer(0).attention().last_forward_fused() ? "fused" : "reference",  // the path that ran
              100.0 * model.attention_flops_share(M));
   if (torch) {
     const std::string args = fmt::format("--batch {} --segment {} --max-span {} --layers {} --width {} --heads {} --ff {} "
