@@ -1,9 +1,9 @@
-// The GPU fused attention's passes run where they are asked to (fused_gpu.h): on a GPU through
-// fused_gpu.cu, or on the host, one "thread" of each pass after another (the tests' emulation of
-// the GPU kernels: the same arithmetic, fused_gpu_math.h, in the same order per thread), and the
-// number of parts per row.
+// The GPU fused attention's passes (fused_gpu_passes.h) run where they are asked to (fused_gpu.h):
+// on a GPU through fused_gpu.cu, or on the host, one "thread" of each pass after another (the
+// tests' emulation of the GPU kernels), and the number of parts per row.
 // Deliberately not here: CUDA code (fused_gpu.cu).
 #include "attention/fused/gpu/fused_gpu.h"
+#include "attention/fused/gpu/fused_gpu_passes.h"
 
 #include <algorithm>
 
@@ -12,6 +12,14 @@
 namespace posgrad::fused_gpu {
 
 namespace {
+
+// Runs a pass on the host: thread after thread.
+struct HostRun {
+  template <class Fn>
+  void operator()(const char* /*name*/, int64_t threads, const Fn& fn) const {
+    for (int64_t t = 0; t < threads; ++t) fn(t);
+  }
+};
 
 // Parts for `rows` rows of at most `work` items each: enough threads to fill a GPU, and parts of
 // at least 32 items.
@@ -44,18 +52,12 @@ Parts Parts::plan(const Problem<T>& pb, const Where& where) {
 template <typename T>
 void forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T* out, T* lse, const Scratch<T>& scratch,
              const Parts& parts, Where where) {
-  if (!where.host) {
+  if (where.host) return forward_passes(HostRun{}, pb, q, k, v, out, lse, scratch, parts);
 #ifdef POSGRAD_HAVE_CUDA
-    return launch_forward(pb, q, k, v, out, lse, scratch, parts, where.device);
+  launch_forward(pb, q, k, v, out, lse, scratch, parts, where.device);
 #else
-    fail("fused attention on a GPU: this build has no CUDA backend");
+  fail("fused attention on a GPU: this build has no CUDA backend");
 #endif
-  }
-  const int64_t rows = pb.B * pb.H * pb.Nq, stride = kForwardExtra + pb.Dh;
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t p = 0; p < parts.rows; ++p)
-      forward_part(pb, row, p, parts.rows, q, k, v, scratch.forward + (row * parts.rows + p) * stride);
-  for (int64_t row = 0; row < rows; ++row) forward_merge(pb, row, parts.rows, scratch.forward, out, lse);
 }
 
 template <typename T>
@@ -64,36 +66,13 @@ void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T*
               const Parts& parts, Where where) {
   if (key_bias_grad && !scratch.key_bias_share) fail("fused attention on a GPU: the key bias gradient needs its scratch");
   if (pb.tables.row_prob_mask && !scratch.support) fail("fused attention on a GPU: a row mask needs its supports' scratch");
-  if (!where.host) {
+  if (where.host)
+    return backward_passes(HostRun{}, pb, q, k, v, out, lse, dout, dq, dk, dv, grads, key_bias_grad, scratch, parts);
 #ifdef POSGRAD_HAVE_CUDA
-    return launch_backward(pb, q, k, v, out, lse, dout, dq, dk, dv, grads, key_bias_grad, scratch, parts, where.device);
+  launch_backward(pb, q, k, v, out, lse, dout, dq, dk, dv, grads, key_bias_grad, scratch, parts, where.device);
 #else
-    fail("fused attention on a GPU: this build has no CUDA backend");
+  fail("fused attention on a GPU: this build has no CUDA backend");
 #endif
-  }
-  const int64_t rows = pb.B * pb.H * pb.Nq, keys = pb.B * pb.H * pb.N, entries = pb.H * pb.R, Dh = pb.Dh;
-  for (int64_t row = 0; row < rows; ++row)
-    backward_prepare_row(pb, row, out, dout, scratch.D, grads.row_prob_mask, scratch.support);
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t p = 0; p < parts.rows; ++p)
-      backward_row_part(pb, row, p, parts.rows, q, k, v, lse, scratch.D, dout, grads.row_prob_mask,
-                        scratch.rows + (row * parts.rows + p) * Dh);
-  for (int64_t row = 0; row < rows; ++row) sum_parts(row, parts.rows, Dh, scratch.rows, dq);
-  for (int64_t key = 0; key < keys; ++key)
-    for (int64_t p = 0; p < parts.keys; ++p)
-      backward_key_part(pb, key, p, parts.keys, q, k, v, lse, scratch.D, dout, scratch.support,
-                        scratch.keys + (key * parts.keys + p) * (2 * Dh + 1));
-  for (int64_t key = 0; key < keys; ++key)
-    backward_key_merge(pb, key, parts.keys, scratch.keys, dk, dv, scratch.key_bias_share);
-  if (wants_entry_grads(grads) && pb.geometry.dims > 0) {
-    for (int64_t entry = 0; entry < entries; ++entry)
-      for (int64_t p = 0; p < parts.entries; ++p)
-        backward_entry_part(pb, entry, p, parts.entries, q, k, v, lse, scratch.D, dout, scratch.support,
-                            scratch.entries + (entry * parts.entries + p) * (kEntryExtra + Dh));
-    for (int64_t entry = 0; entry < entries; ++entry) backward_entry_merge(pb, entry, parts.entries, scratch.entries, grads);
-  }
-  if (key_bias_grad)
-    for (int64_t hd = 0; hd < pb.H * Dh; ++hd) key_bias_grad_at(pb, hd, k, scratch.key_bias_share, key_bias_grad);
 }
 
 #define POSGRAD_FUSED_GPU_INSTANTIATE(T)                                                                              \
