@@ -66,13 +66,11 @@ KernelTables kernel_tables(const AttentionTerms& terms, Problem& P, const Positi
 // The op's inputs: q, k, v, then the tables present, with each table's place among them.
 struct OpInputs {
   std::vector<Variable> inputs;
-  std::vector<Tensor> table_values;  // in KernelTables order, undefined where absent
-  std::vector<int> table_slot;       // input index of each table (-1 absent)
+  std::vector<int> table_slot;  // input index of each table in KernelTables order (-1 absent)
 };
 OpInputs op_inputs(const Variable& q, const Variable& k, const Variable& v, const KernelTables& kt) {
-  OpInputs in{{q, k, v}, {}, {}};
+  OpInputs in{{q, k, v}, {}};
   for (const Variable& t : kt) {
-    in.table_values.push_back(t.defined() ? t.value() : Tensor());
     in.table_slot.push_back(t.defined() ? static_cast<int>(in.inputs.size()) : -1);
     if (t.defined()) in.inputs.push_back(t);
   }
@@ -176,17 +174,34 @@ void check_call(const Variable& q, const Variable& k, const Variable& v, const A
   if (const std::string why = terms.fused_blocker(); !why.empty()) fail("fused attention: {}", why);
 }
 
-Tensor run_forward(const Setup& s, const std::vector<Tensor>& tables, const Tensor& q, const Tensor& k,
-                   const Tensor& v, Tensor& lse, Tensor* dense_probs) {
-  const Problem& P = s.problem;
-  Tensor out = Tensor::empty(q.shape(), q.dtype());
-  lse = Tensor::empty({P.B, P.H, P.Nq}, q.dtype());
-  if (dense_probs) *dense_probs = Tensor::zeros({P.B, P.H, P.Nq, P.N}, q.dtype());  // rows without keys stay 0
-  dispatch_float(q.dtype(), "fused attention", [&]<typename T>() {
-    fused_detail::forward<T>(P, table_pointers<T>(tables), q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(),
-                             lse.data<T>(), dense_probs ? dense_probs->data<T>() : nullptr);
+// One call: the kernels' problem, the tables in KernelTables order, the inputs (contiguous) and
+// the forward's results (allocated by fused_op), which the backward reads.
+struct Call {
+  Setup setup;
+  std::vector<Tensor> tables;
+  Tensor q, k, v, out, lse;  // out [B, H, Nq, Dh], lse [B, H, Nq]
+};
+
+// The CPU kernels' forward into c.out and c.lse, and the probabilities [B, H, Nq, N] into
+// dense_probs when given (zeroed: rows without keys stay 0).
+void cpu_forward(const Call& c, Tensor* dense_probs) {
+  const Problem& P = c.setup.problem;
+  if (dense_probs) *dense_probs = Tensor::zeros({P.B, P.H, P.Nq, P.N}, c.q.dtype());
+  dispatch_float(c.q.dtype(), "fused attention", [&]<typename T>() {
+    fused_detail::forward<T>(P, table_pointers<T>(c.tables), c.q.data<T>(), c.k.data<T>(), c.v.data<T>(),
+                             c.out.data<T>(), c.lse.data<T>(), dense_probs ? dense_probs->data<T>() : nullptr);
   });
-  return out;
+}
+
+// The CPU kernels' backward into dq, dk, dv and the wanted tables' gradients.
+void cpu_backward(const Call& c, const Tensor& g, Tensor& dq, Tensor& dk, Tensor& dv,
+                  const std::vector<Tensor>& dtables) {
+  dispatch_float(c.q.dtype(), "fused attention backward", [&]<typename T>() {
+    fused_detail::Grads<T> gr{dq.data<T>(), dk.data<T>(), dv.data<T>(), {}};
+    for (size_t i = 0; i < kTableKindCount; ++i) gr.of[i] = dtables[i].defined() ? dtables[i].data<T>() : nullptr;
+    fused_detail::backward<T>(c.setup.problem, table_pointers<T>(c.tables), c.q.data<T>(), c.k.data<T>(),
+                              c.v.data<T>(), c.out.data<T>(), c.lse.data<T>(), g.data<T>(), gr);
+  });
 }
 
 // ---------------------------------------------------------------- the GPU kernels (gpu/)
@@ -215,68 +230,86 @@ fused_gpu::Problem<T> gpu_problem(const Setup& s, const std::vector<Tensor>& tab
   return pb;
 }
 
-// fused_attention on the GPU kernels (after check_call): on q's GPU, or (host) their arithmetic on
-// the CPU with every row split into `host_parts` parts.
-Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
-                                     const AttentionSpec& spec, bool host, int64_t host_parts) {
-  const Device device = q.value().device();
-  Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
-  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), device);
-  const fused_gpu::Where where{host, device.index, host ? host_parts : 0};
-  const auto [inputs, table_values, table_slot] = op_inputs(q, k, v, kt);
-  const Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
-  const Problem& P = setup.problem;
-  const DType dtype = qc.dtype();
-  Tensor out = Tensor::empty(qc.shape(), dtype, device), lse = Tensor::empty({P.B, P.H, P.Nq}, dtype, device);
-  dispatch_float(dtype, "fused attention", [&]<typename T>() {
-    const fused_gpu::Problem<T> pb = gpu_problem<T>(setup, table_values);
+// The GPU kernels' forward into c.out and c.lse (on q's GPU, or their arithmetic on the host:
+// where.host).
+void gpu_forward(const Call& c, const fused_gpu::Where& where) {
+  const Problem& P = c.setup.problem;
+  dispatch_float(c.q.dtype(), "fused attention", [&]<typename T>() {
+    const fused_gpu::Problem<T> pb = gpu_problem<T>(c.setup, c.tables);
     const fused_gpu::Parts parts = fused_gpu::Parts::plan(pb, where);
-    const Tensor partials = Tensor::empty({P.B * P.H * P.Nq * parts.rows * (fused_gpu::kForwardExtra + P.Dh)}, dtype, device);
+    const Tensor partials = Tensor::empty({c.lse.numel() * parts.rows * (fused_gpu::kForwardExtra + P.Dh)}, c.q.dtype(),
+                                          c.q.device());
     fused_gpu::Scratch<T> scratch;
     scratch.forward = partials.data<T>();
-    fused_gpu::forward<T>(pb, qc.data<T>(), kc.data<T>(), vc.data<T>(), out.data<T>(), lse.data<T>(), scratch, parts,
-                          where);
+    fused_gpu::forward<T>(pb, c.q.data<T>(), c.k.data<T>(), c.v.data<T>(), c.out.data<T>(), c.lse.data<T>(), scratch,
+                          parts, where);
   });
-  return record("fused_attention", out, inputs,
-                [setup, table_values, table_slot, qc, kc, vc, out, lse, where, device](const Tensor& g,
-                                                                                   const std::vector<bool>& needs) {
-                  const Problem& P = setup.problem;
-                  const Tensor gc = g.contiguous();
-                  const DType dtype = qc.dtype();
-                  Tensor dq = Tensor::empty(qc.shape(), dtype, device), dk = Tensor::empty(kc.shape(), dtype, device),
-                         dv = Tensor::empty(kc.shape(), dtype, device);
-                  const std::vector<Tensor> dtables = table_grad_buffers(table_values, table_slot, needs, device);
-                  const size_t key_bias = table_kind("key_bias");
-                  dispatch_float(dtype, "fused attention backward", [&]<typename T>() {
-                    const auto grad = [&](size_t kind) { return dtables[kind].defined() ? dtables[kind].data<T>() : nullptr; };
-                    const fused_gpu::TableGrads<T> tg{grad(table_kind("query_table")), grad(table_kind("bias")),
-                                                      grad(table_kind("modulation")),
-                                                      grad(table_kind("positional_modulation")),
-                                                      grad(table_kind("prob_mask")), grad(table_kind("row_prob_mask"))};
-                    const fused_gpu::Problem<T> pb = gpu_problem<T>(setup, table_values);
-                    const fused_gpu::Parts parts = fused_gpu::Parts::plan(pb, where);
-                    // The scratch of fused_gpu.h's Scratch, each buffer only where its pass runs.
-                    const auto buffer = [&](bool wanted, int64_t n, DType type) {
-                      return wanted ? Tensor::empty({n}, type, device) : Tensor();
-                    };
-                    const int64_t rows = P.B * P.H * P.Nq, keys = P.B * P.H * P.N, Dh = P.Dh;
-                    const Tensor D = buffer(true, rows, dtype), row_parts = buffer(true, rows * parts.rows * Dh, dtype),
-                                 key_parts = buffer(true, keys * parts.keys * (2 * Dh + 1), dtype),
-                                 entry_parts = buffer(fused_gpu::wants_entry_grads(tg) && P.R > 0,
-                                                      P.H * P.R * parts.entries * (fused_gpu::kEntryExtra + Dh), dtype),
-                                 share = buffer(dtables[key_bias].defined(), keys, dtype),
-                                 support = buffer(P.W > 0, rows * 2, kInt64);
-                    const auto data = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-                    fused_gpu::Scratch<T> scratch;
-                    scratch.D = data(D), scratch.rows = data(row_parts), scratch.keys = data(key_parts);
-                    scratch.entries = data(entry_parts), scratch.key_bias_share = data(share);
-                    scratch.support = support.defined() ? support.data<int64_t>() : nullptr;
-                    fused_gpu::backward<T>(pb, qc.data<T>(), kc.data<T>(), vc.data<T>(), out.data<T>(), lse.data<T>(),
-                                           gc.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), tg, grad(key_bias),
-                                           scratch, parts, where);
-                  });
-                  return input_grads(needs, dq, dk, dv, dtables, table_slot);
-                });
+}
+
+// The GPU kernels' backward, with the scratch of fused_gpu.h's Scratch (each buffer only where its
+// pass runs).
+void gpu_backward(const Call& c, const Tensor& g, Tensor& dq, Tensor& dk, Tensor& dv,
+                  const std::vector<Tensor>& dtables, const fused_gpu::Where& where) {
+  const Problem& P = c.setup.problem;
+  const DType dtype = c.q.dtype();
+  const Device device = c.q.device();
+  dispatch_float(dtype, "fused attention backward", [&]<typename T>() {
+    const auto grad = [&](size_t kind) { return dtables[kind].defined() ? dtables[kind].data<T>() : nullptr; };
+    const fused_gpu::TableGrads<T> tg{grad(table_kind("query_table")), grad(table_kind("bias")),
+                                      grad(table_kind("modulation")), grad(table_kind("positional_modulation")),
+                                      grad(table_kind("prob_mask")), grad(table_kind("row_prob_mask"))};
+    const fused_gpu::Problem<T> pb = gpu_problem<T>(c.setup, c.tables);
+    const fused_gpu::Parts parts = fused_gpu::Parts::plan(pb, where);
+    const auto buffer = [&](bool wanted, int64_t n, DType type) {
+      return wanted ? Tensor::empty({n}, type, device) : Tensor();
+    };
+    const int64_t rows = P.B * P.H * P.Nq, keys = P.B * P.H * P.N, Dh = P.Dh;
+    const Tensor D = buffer(true, rows, dtype), row_parts = buffer(true, rows * parts.rows * Dh, dtype),
+                 key_parts = buffer(true, keys * parts.keys * (2 * Dh + 1), dtype),
+                 entry_parts = buffer(fused_gpu::wants_entry_grads(tg) && P.R > 0,
+                                      P.H * P.R * parts.entries * (fused_gpu::kEntryExtra + Dh), dtype),
+                 share = buffer(grad(table_kind("key_bias")), keys, dtype), support = buffer(P.W > 0, rows * 2, kInt64);
+    const auto data = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+    fused_gpu::Scratch<T> scratch;
+    scratch.D = data(D), scratch.rows = data(row_parts), scratch.keys = data(key_parts);
+    scratch.entries = data(entry_parts), scratch.key_bias_share = data(share);
+    scratch.support = support.defined() ? support.data<int64_t>() : nullptr;
+    fused_gpu::backward<T>(pb, c.q.data<T>(), c.k.data<T>(), c.v.data<T>(), c.out.data<T>(), c.lse.data<T>(),
+                           g.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), tg, grad(table_kind("key_bias")),
+                           scratch, parts, where);
+  });
+}
+
+// A call's problem, inputs and result buffers on q's device; its tables in the kernels' layout
+// (differentiable) in `kt`.
+Call make_call(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
+               const AttentionSpec& spec, KernelTables& kt) {
+  Call c{make_setup(q, k, spec, terms.uses_relative_tables()), {}, q.contiguous(), k.contiguous(), v.contiguous(), {}, {}};
+  const Problem& P = c.setup.problem;
+  c.out = Tensor::empty_like(c.q);
+  c.lse = Tensor::empty({P.B, P.H, P.Nq}, q.dtype(), q.device());
+  kt = kernel_tables(terms, c.setup.problem, spec.positions, q.dtype(), q.device());
+  for (const Variable& t : kt) c.tables.push_back(t.defined() ? t.value() : Tensor());
+  return c;
+}
+
+// The op (after check_call): the CPU kernels for CPU tensors, else (gpu given) the GPU kernels on
+// q's GPU or, for where.host, their arithmetic on the CPU.
+Variable fused_op(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
+                  const AttentionSpec& spec, std::optional<fused_gpu::Where> gpu) {
+  KernelTables kt;
+  const Call c = make_call(q.value(), k.value(), v.value(), terms, spec, kt);
+  const auto [inputs, table_slot] = op_inputs(q, k, v, kt);
+  if (gpu) gpu_forward(c, *gpu);
+  else cpu_forward(c, nullptr);
+  return record("fused_attention", c.out, inputs, [c, table_slot, gpu](const Tensor& g, const std::vector<bool>& needs) {
+    const Tensor gc = g.contiguous();
+    Tensor dq = Tensor::empty_like(c.q), dk = Tensor::empty_like(c.k), dv = Tensor::empty_like(c.v);
+    const std::vector<Tensor> dtables = table_grad_buffers(c.tables, table_slot, needs, c.q.device());
+    if (gpu) gpu_backward(c, gc, dq, dk, dv, dtables, *gpu);
+    else cpu_backward(c, gc, dq, dk, dv, dtables);
+    return input_grads(needs, dq, dk, dv, dtables, table_slot);
+  });
 }
 
 }  // namespace
@@ -284,30 +317,9 @@ Variable fused_attention_gpu_kernels(const Variable& q, const Variable& k, const
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
                          const AttentionSpec& spec) {
   check_call(q, k, v, terms);
-  if (q.value().device().is_cuda()) return fused_attention_gpu_kernels(q, k, v, terms, spec, /*host=*/false, 0);
-  Setup setup = make_setup(q.value(), k.value(), spec, terms.uses_relative_tables());
-  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), kCPU);
-
-  const auto [inputs, table_values, table_slot] = op_inputs(q, k, v, kt);
-  const Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
-  Tensor lse;
-  Tensor out = run_forward(setup, table_values, qc, kc, vc, lse, nullptr);
-  return record("fused_attention", out, inputs,
-                [setup, table_values, table_slot, qc, kc, vc, out, lse](const Tensor& g, const std::vector<bool>& needs) {
-                  const Problem& P = setup.problem;
-                  const Tensor gc = g.contiguous();
-                  Tensor dq = Tensor::empty(qc.shape(), qc.dtype()), dk = Tensor::empty(kc.shape(), qc.dtype()),
-                         dv = Tensor::empty(kc.shape(), qc.dtype());
-                  const std::vector<Tensor> dtables = table_grad_buffers(table_values, table_slot, needs, kCPU);
-                  dispatch_float(qc.dtype(), "fused attention backward", [&]<typename T>() {
-                    fused_detail::Grads<T> gr{dq.data<T>(), dk.data<T>(), dv.data<T>(), {}};
-                    for (size_t i = 0; i < kTableKindCount; ++i)
-                      gr.of[i] = dtables[i].defined() ? dtables[i].data<T>() : nullptr;
-                    fused_detail::backward<T>(P, table_pointers<T>(table_values), qc.data<T>(), kc.data<T>(),
-                                              vc.data<T>(), out.data<T>(), lse.data<T>(), gc.data<T>(), gr);
-                  });
-                  return input_grads(needs, dq, dk, dv, dtables, table_slot);
-                });
+  const Device device = q.value().device();
+  if (device.is_cuda()) return fused_op(q, k, v, terms, spec, fused_gpu::Where{false, device.index, 0});
+  return fused_op(q, k, v, terms, spec, std::nullopt);
 }
 
 Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
@@ -322,12 +334,9 @@ Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, 
     if (spec.key_padding.defined()) spec_on_cpu.key_padding = spec.key_padding.to(kCPU);
     return fused_attention_probs(q.to(kCPU), k.to(kCPU), v.to(kCPU), on_cpu, spec_on_cpu).to(q.device());
   }
-  Setup setup = make_setup(q, k, spec, terms.uses_relative_tables());
-  KernelTables kt = kernel_tables(terms, setup.problem, spec.positions, q.dtype(), kCPU);
-  std::vector<Tensor> table_values;
-  for (const Variable& t : kt) table_values.push_back(t.defined() ? t.value().contiguous() : Tensor());
-  Tensor lse, probs;
-  run_forward(setup, table_values, q.contiguous(), k.contiguous(), v.contiguous(), lse, &probs);
+  KernelTables kt;
+  Tensor probs;
+  cpu_forward(make_call(q, k, v, terms, spec, kt), &probs);
   return probs;
 }
 
@@ -337,7 +346,7 @@ Variable fused_attention_gpu_emulation(const Variable& q, const Variable& k, con
   if (!q.value().device().is_cpu())
     fail("fused_attention_gpu_emulation: runs the GPU kernels' arithmetic on the CPU; got q {}", q.value().describe());
   if (parts < 1) fail("fused_attention_gpu_emulation: parts must be at least 1, got {}", parts);
-  return fused_attention_gpu_kernels(q, k, v, terms, spec, /*host=*/true, parts);
+  return fused_op(q, k, v, terms, spec, fused_gpu::Where{true, 0, parts});
 }
 
 }  // namespace posgrad
