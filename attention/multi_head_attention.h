@@ -44,7 +44,7 @@
 
 #include "attention/attention_hook.h"
 #include "attention/attention_path.h"
-#include "attention/scaled_dot_product.h"
+#include "attention/attention_masks.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"
 #include "nn/module.h"

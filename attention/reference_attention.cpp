@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "attention/scaled_dot_product.h"
+#include "attention/attention_masks.h"
 #include "autograd/functions.h"
 #include "nn/dropout.h"
 

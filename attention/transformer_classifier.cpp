@@ -2,7 +2,7 @@
 // Shapes: letters of shape_legend.h.
 #include "attention/transformer_classifier.h"
 
-#include "attention/scaled_dot_product.h"
+#include "attention/attention_masks.h"
 
 namespace posgrad {
 

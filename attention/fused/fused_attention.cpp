@@ -8,7 +8,7 @@
 
 #include "attention/fused/fused_kernels.h"
 #include "attention/fused/gpu/fused_gpu.h"
-#include "attention/scaled_dot_product.h"
+#include "attention/attention_masks.h"
 
 namespace posgrad {
 

@@ -1,7 +1,8 @@
-// Scaled dot-product and multi-head attention, encoder blocks: masks, gradients, errors.
+// The reference attention's masks, multi-head attention, encoder blocks: masks, gradients, errors.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
+#include "attention/reference_attention.h"
 #include "attention/transformer_classifier.h"
 #include "posgrad.h"
 #include "tests/test_support.h"
@@ -9,7 +10,19 @@
 using namespace posgrad;
 using posgrad::test::throws_with;
 
-BOOST_AUTO_TEST_SUITE(scaled_dot_product)
+// reference_attention without hooks over sequences, with a layer's masks (the causal one as the
+// key box MultiHeadAttention makes of it).
+Variable attend(const Variable& q, const Variable& k, const Variable& v, const AttentionMasks& masks = {},
+                Tensor* probs = nullptr) {
+  const int64_t Nq = q.size(2), N = k.size(2);
+  AttentionSpec spec{Nq == N ? PositionPair(Positions::sequence(N))
+                             : PositionPair(Positions::sequence(Nq), Positions::sequence(N)),
+                     std::nullopt, masks.key_padding, 1.0 / std::sqrt(static_cast<double>(q.size(3)))};
+  if (masks.causal) spec.box = OffsetBox{{-(N - 1)}, {0}};
+  return reference_attention(q, k, v, AttentionTerms{}, spec, probs);
+}
+
+BOOST_AUTO_TEST_SUITE(reference_attention_masks)
 
 BOOST_AUTO_TEST_CASE(causal_mask_blocks_the_future) {
   Generator gen(1);
@@ -17,13 +30,13 @@ BOOST_AUTO_TEST_CASE(causal_mask_blocks_the_future) {
   AttentionMasks masks;
   masks.causal = true;
   Tensor probs;
-  scaled_dot_product_attention(q, k, v, masks, &probs);
+  attend(q, k, v, masks, &probs);
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 4; ++j)
       if (j > i) BOOST_TEST(probs.at<float>({0, 1, i, j}) == 0.0f);
   BOOST_CHECK_CLOSE(sum(probs.select(2, 2), {-1}).to_vector<float>()[0], 1.0f, 1e-4);
   // The first query sees only itself: its output is v[0].
-  Variable out = scaled_dot_product_attention(q, k, v, masks);
+  Variable out = attend(q, k, v, masks);
   BOOST_TEST(max_abs_diff(out.value().narrow(2, 0, 1), v.value().narrow(2, 0, 1)) < 1e-6);
 }
 
@@ -33,16 +46,16 @@ BOOST_AUTO_TEST_CASE(padding_mask_ignores_padded_keys_and_fully_masked_rows_are_
   AttentionMasks masks;
   masks.key_padding = Tensor::from_vector({0.f, 0.f, 1.f, 1.f, 1.f, 1.f}, {2, 3});
   Tensor probs;
-  Variable out = scaled_dot_product_attention(q, k, v, masks, &probs);
+  Variable out = attend(q, k, v, masks, &probs);
   BOOST_TEST(sum(probs.select(0, 0).select(2, 2)).item() == 0.0);
   BOOST_TEST(sum(abs(out.value().select(0, 1))).item() == 0.0);  // every key padded: zeros, not NaN
   // Changing a padded key's value changes nothing.
   Tensor v2 = v.value().clone();
   v2.select(0, 0).select(1, 2).fill_(100.0);
-  Variable out2 = scaled_dot_product_attention(q, k, Variable(v2), masks);
+  Variable out2 = attend(q, k, Variable(v2), masks);
   BOOST_TEST(max_abs_diff(out.value(), out2.value()) < 1e-6);
   masks.key_padding = Tensor::zeros({2, 4});
-  BOOST_TEST(throws_with([&] { scaled_dot_product_attention(q, k, v, masks); }, "key_padding mask must be"));
+  BOOST_TEST(throws_with([&] { attend(q, k, v, masks); }, "key_padding must be [B, N]"));
 }
 
 BOOST_AUTO_TEST_CASE(attention_gradcheck_with_masks) {
@@ -52,7 +65,7 @@ BOOST_AUTO_TEST_CASE(attention_gradcheck_with_masks) {
     AttentionMasks m;
     m.key_padding = pad;
     m.causal = true;
-    return scaled_dot_product_attention(x[0], x[1], x[2], m);
+    return attend(x[0], x[1], x[2], m);
   };
   auto r = gradcheck(fn, {normal({2, 2, 4, 3}, 0, 1, gen, kFloat64), normal({2, 2, 4, 3}, 0, 1, gen, kFloat64),
                           normal({2, 2, 4, 3}, 0, 1, gen, kFloat64)});
@@ -61,12 +74,13 @@ BOOST_AUTO_TEST_CASE(attention_gradcheck_with_masks) {
 
 BOOST_AUTO_TEST_CASE(shape_errors_name_the_shapes) {
   Variable q(Tensor::zeros({1, 2, 3, 4})), k(Tensor::zeros({1, 2, 3, 5}));
-  BOOST_TEST(throws_with([&] { scaled_dot_product_attention(q, k, k); }, "shapes disagree"));
-  BOOST_TEST(throws_with([&] { scaled_dot_product_attention(Variable(Tensor::zeros({3, 4})), k, k); }, "[B, H, N, Dh]"));
-  AttentionMasks m;
-  m.causal = true;
+  BOOST_TEST(throws_with([&] { attend(q, k, k); }, "k, v must be [B, H, N, Dh] and q [B, H, Nq, Dh]"));
+  const AttentionSpec spec{PositionPair(Positions::sequence(3))};
+  BOOST_TEST(throws_with([&] { reference_attention(Variable(Tensor::zeros({3, 4})), k, k, AttentionTerms{}, spec); },
+                         "and q [B, H, Nq, Dh], got q"));
   Variable k6(Tensor::zeros({1, 2, 6, 4}));
-  BOOST_TEST(throws_with([&] { scaled_dot_product_attention(q, k6, k6, m); }, "causal"));
+  BOOST_TEST(throws_with([&] { reference_attention(q, k6, k6, AttentionTerms{}, spec); },
+                         "3 queries and 6 keys, but the positions describe sequence of 3"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

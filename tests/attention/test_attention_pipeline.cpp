@@ -335,14 +335,14 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(attention_pipeline)
 
-BOOST_AUTO_TEST_CASE(without_hooks_it_is_scaled_dot_product_attention) {
+BOOST_AUTO_TEST_CASE(without_hooks_it_is_textbook_attention) {
   Generator gen(4);
   MultiHeadAttention mha(8, 2, gen);
   Tensor x = normal({2, 5, 8}, 0, 1, gen);
   AttentionMasks masks;
   masks.causal = true;
   Tensor got = mha.forward(Variable(x), masks).value();
-  // The same computation spelled out with scaled_dot_product_attention.
+  // The same computation spelled out: softmax(q k^T / sqrt(Dh) - inf above the diagonal) v per head.
   auto params = mha.named_parameters();
   auto proj = [&](const std::string& name, const Tensor& in) {
     Tensor w, b;
@@ -353,7 +353,9 @@ BOOST_AUTO_TEST_CASE(without_hooks_it_is_scaled_dot_product_attention) {
     return add(matmul(in, w.transpose(0, 1)), b);
   };
   auto heads = [](const Tensor& t) { return t.reshape({2, 5, 2, 4}).permute({0, 2, 1, 3}); };
-  Tensor o = scaled_dot_product_attention(heads(proj("q_proj", x)), heads(proj("k_proj", x)), heads(proj("v_proj", x)), masks).value();
+  const Tensor scores = mul_scalar(matmul(heads(proj("q_proj", x)), heads(proj("k_proj", x)).transpose(2, 3)), 0.5);
+  const Tensor future = gt(Tensor::arange(5).reshape({1, 5}), Tensor::arange(5).reshape({5, 1})).to(kFloat32);
+  const Tensor o = matmul(softmax(masked_fill(scores, future, -INFINITY), -1), heads(proj("v_proj", x)));
   Tensor expect = proj("out_proj", o.permute({0, 2, 1, 3}).reshape({2, 5, 8}));
   BOOST_TEST(max_abs_diff(got, expect) < 1e-6);
 }
