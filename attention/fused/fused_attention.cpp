@@ -99,10 +99,16 @@ std::vector<Tensor> input_grads(const std::vector<bool>& needs, const Tensor& dq
   return grads;
 }
 
+// t's data, or null for an undefined tensor (an absent table or an unwanted gradient).
+template <typename T>
+T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
 template <typename T>
 fused_detail::Tables<T> table_pointers(const std::vector<Tensor>& t) {  // in KernelTables order
   fused_detail::Tables<T> tables;
-  for (size_t i = 0; i < kTableKindCount; ++i) tables.of[i] = t[i].defined() ? t[i].data<T>() : nullptr;
+  for (size_t i = 0; i < kTableKindCount; ++i) tables.of[i] = data_or_null<T>(t[i]);
   return tables;
 }
 
@@ -198,13 +204,20 @@ void cpu_backward(const Call& c, const Tensor& g, Tensor& dq, Tensor& dk, Tensor
                   const std::vector<Tensor>& dtables) {
   dispatch_float(c.q.dtype(), "fused attention backward", [&]<typename T>() {
     fused_detail::Grads<T> gr{dq.data<T>(), dk.data<T>(), dv.data<T>(), {}};
-    for (size_t i = 0; i < kTableKindCount; ++i) gr.of[i] = dtables[i].defined() ? dtables[i].data<T>() : nullptr;
+    for (size_t i = 0; i < kTableKindCount; ++i) gr.of[i] = data_or_null<T>(dtables[i]);
     fused_detail::backward<T>(c.setup.problem, table_pointers<T>(c.tables), c.q.data<T>(), c.k.data<T>(),
                               c.v.data<T>(), c.out.data<T>(), c.lse.data<T>(), g.data<T>(), gr);
   });
 }
 
 // ---------------------------------------------------------------- the GPU kernels (gpu/)
+
+static_assert(fused_gpu::kTableCount == kTableKindCount && fused_gpu::kKeyBias == table_kind("key_bias") &&
+                  fused_gpu::kQueryTable == table_kind("query_table") && fused_gpu::kBias == table_kind("bias") &&
+                  fused_gpu::kModulation == table_kind("modulation") &&
+                  fused_gpu::kPositionalModulation == table_kind("positional_modulation") &&
+                  fused_gpu::kProbMask == table_kind("prob_mask") && fused_gpu::kRowProbMask == table_kind("row_prob_mask"),
+              "fused_gpu's table kinds follow kTableKinds");
 
 // The problem as fused_gpu_math.h reads it: the geometry as numbers, the tables' pointers.
 template <typename T>
@@ -213,7 +226,7 @@ fused_gpu::Problem<T> gpu_problem(const Setup& s, const std::vector<Tensor>& tab
   fused_gpu::Problem<T> pb;
   pb.B = P.B, pb.H = P.H, pb.Nq = P.Nq, pb.N = P.N, pb.Dh = P.Dh, pb.R = P.R, pb.W = P.W;
   pb.scale = static_cast<T>(P.scale);
-  pb.padded = s.padded_flags.defined() ? s.padded_flags.data<int64_t>() : nullptr;
+  pb.padded = data_or_null<int64_t>(s.padded_flags);
   const RowGeometry& g = P.geometry;
   fused_gpu::Geometry& G = pb.geometry;
   G.dims = static_cast<int>(g.structure.size());
@@ -223,10 +236,7 @@ fused_gpu::Problem<T> gpu_problem(const Setup& s, const std::vector<Tensor>& tab
   }
   for (int d = G.dims - 1; d >= 0; --d)
     G.rstride[d] = d == G.dims - 1 ? 1 : G.rstride[d + 1] * (G.query_size[d + 1] + G.key_size[d + 1] - 1);
-  const auto table = [&](size_t kind) { return tables[kind].defined() ? tables[kind].data<T>() : nullptr; };
-  pb.tables = {table(table_kind("key_bias")), table(table_kind("query_table")), table(table_kind("bias")),
-               table(table_kind("modulation")), table(table_kind("positional_modulation")),
-               table(table_kind("prob_mask")), table(table_kind("row_prob_mask"))};
+  for (size_t kind = 0; kind < kTableKindCount; ++kind) pb.tables.of[kind] = data_or_null<T>(tables[kind]);
   return pb;
 }
 
@@ -254,10 +264,8 @@ void gpu_backward(const Call& c, const Tensor& g, Tensor& dq, Tensor& dk, Tensor
   const DType dtype = c.q.dtype();
   const Device device = c.q.device();
   dispatch_float(dtype, "fused attention backward", [&]<typename T>() {
-    const auto grad = [&](size_t kind) { return dtables[kind].defined() ? dtables[kind].data<T>() : nullptr; };
-    const fused_gpu::TableGrads<T> tg{grad(table_kind("query_table")), grad(table_kind("bias")),
-                                      grad(table_kind("modulation")), grad(table_kind("positional_modulation")),
-                                      grad(table_kind("prob_mask")), grad(table_kind("row_prob_mask"))};
+    fused_gpu::TableGrads<T> tg;
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) tg.of[kind] = data_or_null<T>(dtables[kind]);
     const fused_gpu::Problem<T> pb = gpu_problem<T>(c.setup, c.tables);
     const fused_gpu::Parts parts = fused_gpu::Parts::plan(pb, where);
     const auto buffer = [&](bool wanted, int64_t n, DType type) {
@@ -268,15 +276,13 @@ void gpu_backward(const Call& c, const Tensor& g, Tensor& dq, Tensor& dk, Tensor
                  key_parts = buffer(true, keys * parts.keys * (2 * Dh + 1), dtype),
                  entry_parts = buffer(fused_gpu::wants_entry_grads(tg) && P.R > 0,
                                       P.H * P.R * parts.entries * (fused_gpu::kEntryExtra + Dh), dtype),
-                 share = buffer(grad(table_kind("key_bias")), keys, dtype), support = buffer(P.W > 0, rows * 2, kInt64);
-    const auto data = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+                 share = buffer(tg[fused_gpu::kKeyBias] != nullptr, keys, dtype), support = buffer(P.W > 0, rows * 2, kInt64);
     fused_gpu::Scratch<T> scratch;
-    scratch.D = data(D), scratch.rows = data(row_parts), scratch.keys = data(key_parts);
-    scratch.entries = data(entry_parts), scratch.key_bias_share = data(share);
-    scratch.support = support.defined() ? support.data<int64_t>() : nullptr;
+    scratch.D = D.data<T>(), scratch.rows = row_parts.data<T>(), scratch.keys = key_parts.data<T>();
+    scratch.entries = data_or_null<T>(entry_parts), scratch.key_bias_share = data_or_null<T>(share);
+    scratch.support = data_or_null<int64_t>(support);
     fused_gpu::backward<T>(pb, c.q.data<T>(), c.k.data<T>(), c.v.data<T>(), c.out.data<T>(), c.lse.data<T>(),
-                           g.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), tg, grad(table_kind("key_bias")),
-                           scratch, parts, where);
+                           g.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>(), tg, scratch, parts, where);
   });
 }
 

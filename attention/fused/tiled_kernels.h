@@ -380,15 +380,13 @@ void forward(const Problem& P, const Plan& plan, const Tables<T>& tables, const 
 template <typename T>
 void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const T* q, const T* k, const T* v,
               const T* out, const T* lse, const T* dout, const Grads<T>& grads) {
-  const int64_t Dh = P.Dh, head = P.N * Dh, BH = P.B * P.H, table = P.H * P.R;
+  const int64_t Dh = P.Dh, head = P.N * Dh, BH = P.B * P.H;
   const int64_t per_head = static_cast<int64_t>(plan.blocks().size()), items = BH * per_head;
   const int threads = items > 1 ? row_kernels::thread_count() : 1;
   // dk, dv and the tables' gradients: one copy per thread, summed at the end (blocks of one head
   // run on several threads).
   std::vector<T> dk_copies(static_cast<size_t>(threads * BH * head), T(0)), dv_copies(dk_copies.size(), T(0));
-  std::array<std::vector<T>, kEntryKinds.size()> dtable_copies;
-  for (size_t e = 0; e < kEntryKinds.size(); ++e)
-    if (grads.of[kEntryKinds[e]]) dtable_copies[e].assign(static_cast<size_t>(threads * table), T(0));
+  const row_kernels::ThreadTableGrads<T> table_grads(P, grads, threads);
   const bool tabled = detail::EntryTables<T>(P, tables, 0).any();
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -401,6 +399,7 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
     const int tid = row_kernels::thread_id();
     T* dk_mine = dk_copies.data() + tid * BH * head;
     T* dv_mine = dv_copies.data() + tid * BH * head;
+    const auto dtable_mine = table_grads.of_thread(tid);
 #pragma omp for schedule(dynamic)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t bh = item / per_head;
@@ -431,7 +430,7 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
       if (tabled) {  // along the runs: the tables' gradients, and ds times G (the content's gradient)
         T* d_table[kEntryKinds.size()];
         for (size_t e = 0; e < kEntryKinds.size(); ++e)
-          d_table[e] = dtable_copies[e].empty() ? nullptr : dtable_copies[e].data() + tid * table + (bh % P.H) * P.R;
+          d_table[e] = dtable_mine[kEntryKinds[e]] ? dtable_mine[kEntryKinds[e]] + (bh % P.H) * P.R : nullptr;
         for (int64_t r = 0; r < b.rows; ++r)
           for (const row_kernels::Segment& g : plan.segments().of(plan.query(b, r)))
             for (int64_t t = 0, col = plan.column(b, g); t < g.len; ++t) {
@@ -467,13 +466,7 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
     grads.dk[x] = dk;
     grads.dv[x] = dv;
   });
-  for (size_t e = 0; e < kEntryKinds.size(); ++e)
-    if (T* target = grads.of[kEntryKinds[e]])
-      for (int64_t x = 0; x < table; ++x) {
-        T total = 0;
-        for (int th = 0; th < threads; ++th) total += dtable_copies[e][th * table + x];
-        target[x] = total;
-      }
+  table_grads.sum_into_targets();
 }
 
 }  // namespace

@@ -62,14 +62,14 @@ void forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T* out, T
 
 template <typename T>
 void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T* out, const T* lse, const T* dout,
-              T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad, const Scratch<T>& scratch,
+              T* dq, T* dk, T* dv, const TableGrads<T>& grads, const Scratch<T>& scratch,
               const Parts& parts, Where where) {
-  if (key_bias_grad && !scratch.key_bias_share) fail("fused attention on a GPU: the key bias gradient needs its scratch");
-  if (pb.tables.row_prob_mask && !scratch.support) fail("fused attention on a GPU: a row mask needs its supports' scratch");
+  if (grads[kKeyBias] && !scratch.key_bias_share) fail("fused attention on a GPU: the key bias gradient needs its scratch");
+  if (pb.tables[kRowProbMask] && !scratch.support) fail("fused attention on a GPU: a row mask needs its supports' scratch");
   if (where.host)
-    return backward_passes(HostRun{}, pb, q, k, v, out, lse, dout, dq, dk, dv, grads, key_bias_grad, scratch, parts);
+    return backward_passes(HostRun{}, pb, q, k, v, out, lse, dout, dq, dk, dv, grads, scratch, parts);
 #ifdef POSGRAD_HAVE_CUDA
-  launch_backward(pb, q, k, v, out, lse, dout, dq, dk, dv, grads, key_bias_grad, scratch, parts, where.device);
+  launch_backward(pb, q, k, v, out, lse, dout, dq, dk, dv, grads, scratch, parts, where.device);
 #else
   fail("fused attention on a GPU: this build has no CUDA backend");
 #endif
@@ -80,7 +80,7 @@ void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T*
   template void forward<T>(const Problem<T>&, const T*, const T*, const T*, T*, T*, const Scratch<T>&, const Parts&, \
                            Where);                                                                                 \
   template void backward<T>(const Problem<T>&, const T*, const T*, const T*, const T*, const T*, const T*, T*, T*, \
-                            T*, const TableGrads<T>&, T*, const Scratch<T>&, const Parts&, Where);
+                            T*, const TableGrads<T>&, const Scratch<T>&, const Parts&, Where);
 POSGRAD_FUSED_GPU_INSTANTIATE(float)
 POSGRAD_FUSED_GPU_INSTANTIATE(double)
 #undef POSGRAD_FUSED_GPU_INSTANTIATE

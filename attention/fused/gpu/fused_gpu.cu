@@ -40,17 +40,17 @@ void launch_forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T*
 
 template <typename T>
 void launch_backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T* out, const T* lse,
-                     const T* dout, T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad,
+                     const T* dout, T* dq, T* dk, T* dv, const TableGrads<T>& grads,
                      const Scratch<T>& scratch, const Parts& parts, int device) {
-  backward_passes(DeviceRun{cuda::context(device).stream}, pb, q, k, v, out, lse, dout, dq, dk, dv, grads,
-                  key_bias_grad, scratch, parts);
+  backward_passes(DeviceRun{cuda::context(device).stream}, pb, q, k, v, out, lse, dout, dq, dk, dv, grads, scratch,
+                  parts);
 }
 
 #define POSGRAD_FUSED_GPU_INSTANTIATE(T)                                                                          \
   template void launch_forward<T>(const Problem<T>&, const T*, const T*, const T*, T*, T*, const Scratch<T>&,   \
                                   const Parts&, int);                                                         \
   template void launch_backward<T>(const Problem<T>&, const T*, const T*, const T*, const T*, const T*, const T*, \
-                                   T*, T*, T*, const TableGrads<T>&, T*, const Scratch<T>&, const Parts&, int);
+                                   T*, T*, T*, const TableGrads<T>&, const Scratch<T>&, const Parts&, int);
 POSGRAD_FUSED_GPU_INSTANTIATE(float)
 POSGRAD_FUSED_GPU_INSTANTIATE(double)
 #undef POSGRAD_FUSED_GPU_INSTANTIATE

@@ -45,11 +45,10 @@ template <typename T>
 void forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T* out, T* lse, const Scratch<T>& scratch,
              const Parts& parts, Where where);
 
-// dq, dk, dv (overwritten) and every non-null table gradient of `grads` (overwritten);
-// key_bias_grad [H, Dh] (null: not wanted).
+// dq, dk, dv (overwritten) and every non-null table gradient of `grads` (overwritten).
 template <typename T>
 void backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T* out, const T* lse, const T* dout,
-              T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad, const Scratch<T>& scratch,
+              T* dq, T* dk, T* dv, const TableGrads<T>& grads, const Scratch<T>& scratch,
               const Parts& parts, Where where);
 
 #ifdef POSGRAD_HAVE_CUDA
@@ -59,14 +58,14 @@ void launch_forward(const Problem<T>& pb, const T* q, const T* k, const T* v, T*
                     const Parts& parts, int device);
 template <typename T>
 void launch_backward(const Problem<T>& pb, const T* q, const T* k, const T* v, const T* out, const T* lse,
-                     const T* dout, T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad,
+                     const T* dout, T* dq, T* dk, T* dv, const TableGrads<T>& grads,
                      const Scratch<T>& scratch, const Parts& parts, int device);
 #endif
 
 // Whether any relative table's gradient is wanted (the entries pass runs).
 template <typename T>
 bool wants_entry_grads(const TableGrads<T>& g) {
-  return g.query_table || g.bias || g.modulation || g.positional_modulation || g.prob_mask;
+  return g[kQueryTable] || g[kBias] || g[kModulation] || g[kPositionalModulation] || g[kProbMask];
 }
 
 }  // namespace posgrad::fused_gpu

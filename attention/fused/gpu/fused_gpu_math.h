@@ -58,26 +58,22 @@ struct Geometry {
   int64_t relative_lo[kMaxDims] = {}, rstride[kMaxDims] = {};
 };
 
-// The tables, each null when absent (the formula's defaults: a = 0, T = 0, c = 0, G = 1, P = 1, no M).
+// The kinds of table, in the order of attention_terms.h's kTableKinds (fused_attention.cpp checks).
+enum TableIndex : int { kKeyBias, kQueryTable, kBias, kPositionalModulation, kModulation, kProbMask, kRowProbMask, kTableCount };
+
+// One pointer per kind, null when absent (the formula's defaults: a = 0, T = 0, c = 0, G = 1, P = 1,
+// no M): a [H, Dh], T [H, Dh, R], c, G, P, M [H, R], the row mask [B, H, Nq, W] (1-D; not with M).
 template <typename T>
 struct Tables {
-  const T* key_bias = nullptr;               // a [H, Dh]
-  const T* query_table = nullptr;            // T [H, Dh, R]
-  const T* bias = nullptr;                   // c [H, R]
-  const T* modulation = nullptr;             // G [H, R]
-  const T* positional_modulation = nullptr;  // P [H, R]
-  const T* prob_mask = nullptr;              // M [H, R]
-  const T* row_prob_mask = nullptr;          // M per query row [B, H, Nq, W] (1-D; not with prob_mask)
+  const T* of[kTableCount] = {};
+  POSGRAD_HD const T* operator[](int kind) const { return of[kind]; }
 };
 
+// The gradients of the tables, null when not wanted; otherwise overwritten where a pass owns them.
 template <typename T>
-struct TableGrads {  // null: not wanted; otherwise overwritten at the entries a pass owns
-  T* query_table = nullptr;
-  T* bias = nullptr;
-  T* modulation = nullptr;
-  T* positional_modulation = nullptr;
-  T* prob_mask = nullptr;
-  T* row_prob_mask = nullptr;  // [B, H, Nq, W], written by backward_row
+struct TableGrads {
+  T* of[kTableCount] = {};
+  POSGRAD_HD T* operator[](int kind) const { return of[kind]; }
 };
 
 template <typename T>
@@ -200,14 +196,14 @@ POSGRAD_HD Pair<T> pair_terms(const Problem<T>& pb, int64_t h, const T* qi, cons
   const Tables<T>& t = pb.tables;
   const int64_t Dh = pb.Dh, R = pb.R;
   T qt = 0;  // q_i . T[h, r]: the table is [H, Dh, R], so a stride of R
-  if (t.query_table)
-    for (int64_t d = 0; d < Dh; ++d) qt += qi[d] * t.query_table[(h * Dh + d) * R + r];
+  if (t[kQueryTable])
+    for (int64_t d = 0; d < Dh; ++d) qt += qi[d] * t[kQueryTable][(h * Dh + d) * R + r];
   Pair<T> p;
-  p.content = pb.scale * dot(qi, kj, Dh) + (t.key_bias ? dot(t.key_bias + h * Dh, kj, Dh) : T(0));
-  p.positional = qt + (t.bias ? t.bias[h * R + r] : T(0));
-  p.G = t.modulation ? t.modulation[h * R + r] : T(1);
-  p.P = t.positional_modulation ? t.positional_modulation[h * R + r] : T(1);
-  p.M = t.prob_mask ? t.prob_mask[h * R + r] : T(1);
+  p.content = pb.scale * dot(qi, kj, Dh) + (t[kKeyBias] ? dot(t[kKeyBias] + h * Dh, kj, Dh) : T(0));
+  p.positional = qt + (t[kBias] ? t[kBias][h * R + r] : T(0));
+  p.G = t[kModulation] ? t[kModulation][h * R + r] : T(1);
+  p.P = t[kPositionalModulation] ? t[kPositionalModulation][h * R + r] : T(1);
+  p.M = t[kProbMask] ? t[kProbMask][h * R + r] : T(1);
   p.s = p.G * (p.content + p.P * p.positional);
   return p;
 }
@@ -216,7 +212,7 @@ POSGRAD_HD Pair<T> pair_terms(const Problem<T>& pb, int64_t h, const T* qi, cons
 // 1e-8 term.
 template <typename T>
 POSGRAD_HD bool masked(const Problem<T>& pb) {
-  return pb.tables.prob_mask || pb.tables.row_prob_mask;
+  return pb.tables[kProbMask] || pb.tables[kRowProbMask];
 }
 
 template <typename T>
@@ -232,8 +228,8 @@ struct RowSupport {
 template <typename T>
 POSGRAD_HD RowSupport row_support(const Problem<T>& pb, int64_t row) {
   RowSupport s{0, pb.W - 1};
-  if (!pb.tables.row_prob_mask) return s;
-  const T* m = pb.tables.row_prob_mask + row * pb.W;
+  if (!pb.tables[kRowProbMask]) return s;
+  const T* m = pb.tables[kRowProbMask] + row * pb.W;
   while (s.first < pb.W && m[s.first] == T(0)) ++s.first;
   while (s.last >= s.first && m[s.last] == T(0)) --s.last;
   return s;
@@ -248,7 +244,7 @@ POSGRAD_HD int64_t window_column(const Problem<T>& pb, int64_t i, int64_t j) {
 template <typename T>
 POSGRAD_HD BoxWalk key_walk(const Problem<T>& pb, const int64_t* query, const RowSupport& support) {
   BoxWalk w = keys_of_query(pb.geometry, query);
-  if (pb.tables.row_prob_mask)  // 1-D: keys from the support's first to its last column
+  if (pb.tables[kRowProbMask])  // 1-D: keys from the support's first to its last column
     w.bound(0, max64(w.lo[0], query[0] - (pb.W - 1) + support.first),
             min64(w.hi[0], query[0] - (pb.W - 1) + support.last));
   return w;
@@ -323,7 +319,7 @@ POSGRAD_HD void forward_part(const Problem<T>& pb, int64_t row, int64_t part, in
   const T* kb = k + bh * pb.N * Dh;
   T* acc = partial + kForwardExtra;
   for (int64_t d = 0; d < Dh; ++d) acc[d] = 0;
-  const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+  const T* row_mask = pb.tables[kRowProbMask] ? pb.tables[kRowProbMask] + row * pb.W : nullptr;
   RowSums<T> sums{pb, h, i, qi, kb, v + bh * pb.N * Dh, row_mask, -infinity<T>(), 0, 0, acc};
   for_each_key(pb, b, i, row_support(pb, row), part, parts, sums);
   partial[0] = sums.m, partial[1] = sums.sum_e, partial[2] = sums.sum_em;  // m = -inf: no key in this part
@@ -407,8 +403,8 @@ struct RowGrad {
     if (d_row_mask) d_row_mask[column] = g.p * (g.dp - D_i);
     const T dcontent = g.ds * g.pair.G, dpositional = dcontent * g.pair.P;
     for (int64_t d = 0; d < Dh; ++d) dqi[d] += dcontent * pb.scale * kj[d];
-    if (pb.tables.query_table)
-      for (int64_t d = 0; d < Dh; ++d) dqi[d] += dpositional * pb.tables.query_table[(h * Dh + d) * pb.R + r];
+    if (pb.tables[kQueryTable])
+      for (int64_t d = 0; d < Dh; ++d) dqi[d] += dpositional * pb.tables[kQueryTable][(h * Dh + d) * pb.R + r];
   }
 };
 
@@ -421,7 +417,7 @@ POSGRAD_HD void backward_row_part(const Problem<T>& pb, int64_t row, int64_t par
   const int64_t bh = row / pb.Nq, i = row % pb.Nq, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
   for (int64_t d = 0; d < Dh; ++d) partial[d] = 0;
   if (lse[row] == infinity<T>()) return;
-  const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+  const T* row_mask = pb.tables[kRowProbMask] ? pb.tables[kRowProbMask] + row * pb.W : nullptr;
   RowGrad<T> grad{pb,       h,        i,      q + row * Dh, k + bh * pb.N * Dh, v + bh * pb.N * Dh, dout + row * Dh,
                   row_mask, lse[row], D[row], partial,      d_row_mask ? d_row_mask + row * pb.W : nullptr};
   for_each_key(pb, b, i, row_support(pb, row), part, parts, grad);
@@ -442,12 +438,12 @@ POSGRAD_HD void backward_key_part(const Problem<T>& pb, int64_t key, int64_t par
   const Geometry& g = pb.geometry;
   const T* kj = k + key * Dh;
   const T* vj = v + key * Dh;
-  const T* a = pb.tables.key_bias ? pb.tables.key_bias + h * Dh : nullptr;
+  const T* a = pb.tables[kKeyBias] ? pb.tables[kKeyBias] + h * Dh : nullptr;
   T share = 0;
   const auto add_query = [&](int64_t i, int64_t r) {
     const int64_t row = bh * pb.Nq + i;
     if (lse[row] == infinity<T>()) return;
-    const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+    const T* row_mask = pb.tables[kRowProbMask] ? pb.tables[kRowProbMask] + row * pb.W : nullptr;
     const int64_t column = row_mask ? window_column(pb, i, j) : 0;
     if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) return;  // outside its support
     const T* qi = q + row * Dh;
@@ -539,7 +535,7 @@ POSGRAD_HD void backward_entry_part(const Problem<T>& pb, int64_t entry, int64_t
     if (pb.padded && pb.padded[b * pb.N + j]) continue;
     const int64_t bh = b * pb.H + h, row = bh * pb.Nq + i;
     if (lse[row] == infinity<T>()) continue;
-    const T* row_mask = pb.tables.row_prob_mask ? pb.tables.row_prob_mask + row * pb.W : nullptr;
+    const T* row_mask = pb.tables[kRowProbMask] ? pb.tables[kRowProbMask] + row * pb.W : nullptr;
     const int64_t column = row_mask ? window_column(pb, i, j) : 0;
     if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) continue;  // outside its support
     const T* qi = q + row * Dh;
@@ -563,15 +559,14 @@ POSGRAD_HD void backward_entry_merge(const Problem<T>& pb, int64_t entry, int64_
   T sums[kEntryExtra] = {0, 0, 0, 0};
   for (int64_t p = 0; p < parts; ++p)
     for (int64_t x = 0; x < kEntryExtra; ++x) sums[x] += first[p * stride + x];
-  if (grads.bias) grads.bias[entry] = sums[0];
-  if (grads.modulation) grads.modulation[entry] = sums[1];
-  if (grads.positional_modulation) grads.positional_modulation[entry] = sums[2];
-  if (grads.prob_mask) grads.prob_mask[entry] = sums[3];
-  if (grads.query_table)
+  const int kinds[kEntryExtra] = {kBias, kModulation, kPositionalModulation, kProbMask};
+  for (int64_t x = 0; x < kEntryExtra; ++x)
+    if (grads[kinds[x]]) grads[kinds[x]][entry] = sums[x];
+  if (grads[kQueryTable])
     for (int64_t d = 0; d < Dh; ++d) {
       T sum = 0;
       for (int64_t p = 0; p < parts; ++p) sum += first[p * stride + kEntryExtra + d];
-      grads.query_table[(h * Dh + d) * pb.R + r] = sum;
+      grads[kQueryTable][(h * Dh + d) * pb.R + r] = sum;
     }
 }
 

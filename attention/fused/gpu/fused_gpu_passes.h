@@ -32,12 +32,12 @@ void forward_passes(const Run& run, const Problem<T>& pb, const T* q, const T* k
 
 template <typename T, class Run>
 void backward_passes(const Run& run, const Problem<T>& pb, const T* q, const T* k, const T* v, const T* out,
-                     const T* lse, const T* dout, T* dq, T* dk, T* dv, const TableGrads<T>& grads, T* key_bias_grad,
+                     const T* lse, const T* dout, T* dq, T* dk, T* dv, const TableGrads<T>& grads,
                      const Scratch<T>& s, const Parts& parts) {
   const int64_t rows = pb.B * pb.H * pb.Nq, keys = pb.B * pb.H * pb.N, entries = pb.H * pb.R, Dh = pb.Dh;
   const int64_t PR = parts.rows, PK = parts.keys, PE = parts.entries;
   T *D = s.D, *row_partials = s.rows, *key_partials = s.keys, *entry_partials = s.entries, *share = s.key_bias_share;
-  T* d_row_mask = grads.row_prob_mask;
+  T *d_row_mask = grads[kRowProbMask], *key_bias_grad = grads[kKeyBias];
   int64_t* support = s.support;
   run("prepare_rows", rows, [=] POSGRAD_PASS(int64_t row) {
     backward_prepare_row(pb, row, out, dout, D, d_row_mask, support);
