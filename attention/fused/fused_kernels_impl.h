@@ -43,10 +43,8 @@
 #include "tensor/cpu/parallel.h"
 #include "tensor/tensor.h"
 
-// The lanes of the vector code: the widest vectors the target has. A second copy for 256-bit
-// vectors, for the short runs of 2-D grid rows, was removed (issue 25): with masked last steps
-// the one copy is faster on 2-D grids down to windows of 1/8 of the keys, 10% slower on 5 x 5
-// windows (docs/design.md, "Tried and dropped").
+// The lanes of the vector code: the widest vectors the target has (one copy for every run
+// length: docs/design.md, "Tried and dropped").
 #if defined(__AVX512F__)
 #define POSGRAD_FUSED_VECTOR_BYTES 64
 #elif defined(__AVX__)
@@ -213,10 +211,8 @@ struct HeadWidth {
 };
 
 // Calls fn(width) with Dh as a constant for the thesis's heads (Dh = 8), else as a run-time value.
-// The constant is kept because it measured faster: the B = 20 thesis step's user+sys CPU time with
-// every width read at run time was 12.87 s against 11.33 s in 1-D SIREN (+14%) and 13.71 s against
-// 13.04 s in 2-D SIREN + span (+5%) (medians of 3 interleaved runs on a loaded machine,
-// 2026-11-27). No other width was measured, so none other is a constant (Dh = 16 was one before).
+// The constant measured faster (the thesis step 14% less CPU time in 1-D, 5% in 2-D: docs/design.md,
+// "Tried and dropped").
 template <class Fn>
 void with_head_width(int64_t Dh, Fn&& fn) {
   if (Dh == 8) return fn(HeadWidth<8>{});
