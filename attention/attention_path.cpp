@@ -8,24 +8,32 @@
 
 namespace posgrad {
 
+namespace {
+
+// Every path with its name, in the order of model.attention's choices.
+constexpr std::pair<AttentionPath, const char*> kPathNames[] = {
+    {AttentionPath::Auto, "auto"}, {AttentionPath::Reference, "reference"}, {AttentionPath::Fused, "fused"}};
+
+}  // namespace
+
 const std::vector<std::string>& attention_path_names() {
-  static const std::vector<std::string> names{"auto", "reference", "fused"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& [path, name] : kPathNames) all.emplace_back(name);
+    return all;
+  }();
   return names;
 }
 
 AttentionPath attention_path_from_name(const std::string& name) {
-  if (name == "auto") return AttentionPath::Auto;
-  if (name == "reference") return AttentionPath::Reference;
-  if (name == "fused") return AttentionPath::Fused;
+  for (const auto& [path, path_name] : kPathNames)
+    if (name == path_name) return path;
   fail("unknown attention path '{}'; valid names are {}", name, fmt::join(attention_path_names(), ", "));
 }
 
 std::string attention_path_name(AttentionPath path) {
-  switch (path) {
-    case AttentionPath::Auto: return "auto";
-    case AttentionPath::Reference: return "reference";
-    case AttentionPath::Fused: return "fused";
-  }
+  for (const auto& [p, name] : kPathNames)
+    if (p == path) return name;
   return "auto";
 }
 

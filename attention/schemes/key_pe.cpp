@@ -2,6 +2,8 @@
 // Shapes: letters of shape_legend.h; S is the maximum span.
 #include "attention/schemes/key_pe.h"
 
+#include "attention/spans/max_span_option.h"
+
 #include <cmath>
 
 namespace posgrad {
@@ -60,13 +62,8 @@ AttentionTerms KeyPositionEmbedding::attention_terms(const PositionPair& positio
 std::string KeyPositionEmbedding::summary() const { return fmt::format("key_pe (S {})", table_.size(1)); }
 
 std::shared_ptr<AttentionHook> make_key_pe(const HookContext& context, const HookOptions& options, Generator& gen) {
-  if (context.structure.size() > 1)
-    fail("key_pe: needs 1-D sequences, but the context is a {}-D grid", context.structure.size());
-  const int64_t fallback = context.structure.size() == 1 ? context.structure[0] - 1 : 0;
-  if (!options.has("max_span") && fallback < 1)
-    fail("key_pe: cannot derive max_span from the context; set option max_span");
-  return std::make_shared<KeyPositionEmbedding>(context.heads, context.head_width(), options.integer("max_span", fallback),
-                                                gen);
+  return std::make_shared<KeyPositionEmbedding>(context.heads, context.head_width(),
+                                                max_span_option(context, options, "key_pe"), gen);
 }
 
 }  // namespace posgrad
