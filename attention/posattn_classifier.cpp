@@ -14,8 +14,6 @@ namespace posgrad {
 
 namespace {
 
-uint64_t draw_seed(Generator& gen) { return static_cast<uint64_t>(gen.next_uniform() * 9007199254740992.0); }
-
 std::string number_text(double x) { return fmt::format("{}", x); }
 
 }  // namespace
@@ -31,7 +29,7 @@ PosattnClassifier::PosattnClassifier(const PosattnClassifierConfig& config, Gene
   if (config.dims != 1 && config.dims != static_cast<int64_t>(config.structure.size()))
     fail("PosattnClassifier: dims must be 1 or the structure's {} dims, got {}", config.structure.size(), config.dims);
 
-  input_dropout_ = register_module("input_dropout", std::make_shared<Dropout>(config.dropout, draw_seed(gen)));
+  input_dropout_ = register_module("input_dropout", std::make_shared<Dropout>(config.dropout, gen.next_seed()));
   input_proj_ = register_module("input_proj", std::make_shared<Linear>(config.input_dim, D, true, gen));
 
   TransformerBlockConfig block;
@@ -85,7 +83,7 @@ PosattnClassifier::PosattnClassifier(const PosattnClassifierConfig& config, Gene
 
   output_fc1_ = register_module("output_fc1", std::make_shared<Linear>(D, config.output_hidden, true, gen));
   output_norm_ = register_module("output_norm", std::make_shared<LayerNorm>(config.output_hidden));
-  output_dropout_ = register_module("output_dropout", std::make_shared<Dropout>(config.dropout, draw_seed(gen)));
+  output_dropout_ = register_module("output_dropout", std::make_shared<Dropout>(config.dropout, gen.next_seed()));
   output_fc2_ = register_module("output_fc2", std::make_shared<Linear>(config.output_hidden, config.classes, true, gen));
 }
 

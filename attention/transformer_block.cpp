@@ -11,7 +11,7 @@ FeedForward::FeedForward(int64_t width, int64_t ff_width, const std::string& act
   fc1_ = register_module("fc1", std::make_shared<Linear>(width, ff_width, true, gen));
   fc2_ = register_module("fc2", std::make_shared<Linear>(ff_width, width, true, gen));
   if (inner_dropout > 0.0) {
-    const auto seed = static_cast<uint64_t>(gen.next_uniform() * 9007199254740992.0);
+    const auto seed = gen.next_seed();
     drop_ = register_module("dropout", std::make_shared<Dropout>(inner_dropout, seed));
   }
 }
@@ -35,7 +35,7 @@ TransformerEncoderBlock::TransformerEncoderBlock(const TransformerBlockConfig& c
                                                             config.ff_dropout));
   // Each block draws its own dropout seed from the model's generator: masks are independent
   // across blocks and reproducible from the model seed.
-  const auto dropout_seed = static_cast<uint64_t>(gen.next_uniform() * 9007199254740992.0);
+  const auto dropout_seed = gen.next_seed();
   drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, dropout_seed));
 }
 

@@ -25,6 +25,8 @@ class Generator {
   }
   // A single uniform double in (0, 1) (for host-side decisions like shuffling).
   double next_uniform() { return philox_uniform(seed_, reserve(1), 0); }
+  // A seed for another generator (a layer's dropout), drawn from this one: uniform in [0, 2^53).
+  uint64_t next_seed() { return static_cast<uint64_t>(next_uniform() * 9007199254740992.0); }
 
  private:
   uint64_t seed_;

@@ -13,8 +13,6 @@ namespace posgrad {
 
 namespace {
 
-uint64_t draw_seed(Generator& gen) { return static_cast<uint64_t>(gen.next_uniform() * 9007199254740992.0); }
-
 // The token grid of an image, or one error line naming the tokenizer and the shapes.
 std::vector<int64_t> tokenizer_grid(const CctConfig& c, int64_t image_size) {
   const Shape image{1, c.channels, image_size, image_size};
@@ -42,10 +40,10 @@ CctBlock::CctBlock(const CctConfig& c, double drop_path, Generator& gen,
                                                                        std::vector<std::shared_ptr<AttentionHook>>{},
                                                                        std::move(shared_hooks)));
   attn_->set_path(c.path);
-  attn_->set_attention_dropout(c.attention_dropout, draw_seed(gen));
+  attn_->set_attention_dropout(c.attention_dropout, gen.next_seed());
   norm2_ = register_module("norm2", std::make_shared<LayerNorm>(c.width));
   ff_ = register_module("ff", std::make_shared<FeedForward>(c.width, c.ff_width, "gelu", gen, c.ff_dropout));
-  drop_path_ = register_module("drop_path", std::make_shared<DropPath>(drop_path, c.drop_path_rescale, draw_seed(gen)));
+  drop_path_ = register_module("drop_path", std::make_shared<DropPath>(drop_path, c.drop_path_rescale, gen.next_seed()));
 }
 
 Variable CctBlock::forward(const Variable& x, const Positions& positions) {
@@ -82,7 +80,7 @@ CctModel::CctModel(const CctConfig& c, Generator& gen) : config_(c) {
     absolute_ = std::dynamic_pointer_cast<AbsoluteEncoding>(positional_);
     if (!absolute_) shared.push_back(positional_);
   }
-  input_dropout_ = register_module("input_dropout", std::make_shared<Dropout>(c.dropout, draw_seed(gen)));
+  input_dropout_ = register_module("input_dropout", std::make_shared<Dropout>(c.dropout, gen.next_seed()));
   for (int64_t l = 0; l < c.layers; ++l)
     blocks_.push_back(register_module(fmt::format("blocks.{}", l),
                                       std::make_shared<CctBlock>(c, c.drop_path_step * static_cast<double>(l), gen, shared)));

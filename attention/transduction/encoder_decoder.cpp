@@ -9,12 +9,6 @@
 
 namespace posgrad {
 
-namespace {
-
-uint64_t draw_seed(Generator& gen) { return static_cast<uint64_t>(gen.next_uniform() * 9007199254740992.0); }
-
-}  // namespace
-
 EncoderDecoder::EncoderDecoder(const EncoderDecoderConfig& config, Generator& gen) : config_(config) {
   if (config.vocab < 1 || config.width < 1 || config.heads < 1 || config.width % config.heads != 0)
     fail("EncoderDecoder: vocab {} and width {} must be >= 1 and the width divisible by the heads {}", config.vocab,
@@ -34,7 +28,7 @@ EncoderDecoder::EncoderDecoder(const EncoderDecoderConfig& config, Generator& ge
   } else if (!absolute_) {
     shared.push_back(positional_);
   }
-  input_dropout_ = register_module("input_dropout", std::make_shared<Dropout>(config.dropout, draw_seed(gen)));
+  input_dropout_ = register_module("input_dropout", std::make_shared<Dropout>(config.dropout, gen.next_seed()));
   const TransformerBlockConfig block{.width = config.width, .heads = config.heads, .ff_width = config.ff_width,
                                      .dropout = config.dropout, .pre_norm = config.pre_norm,
                                      .activation = config.activation, .path = config.path};
@@ -43,14 +37,14 @@ EncoderDecoder::EncoderDecoder(const EncoderDecoderConfig& config, Generator& ge
                                        std::make_shared<TransformerEncoderBlock>(block, gen,
                                                                                  std::vector<std::shared_ptr<AttentionHook>>{},
                                                                                  shared)));
-    if (config.attention_dropout > 0) encoder_.back()->attention().set_attention_dropout(config.attention_dropout, draw_seed(gen));
+    if (config.attention_dropout > 0) encoder_.back()->attention().set_attention_dropout(config.attention_dropout, gen.next_seed());
   }
   for (int64_t l = 0; l < config.decoder_layers; ++l) {
     decoder_.push_back(register_module(fmt::format("decoder.layers.{}", l),
                                        std::make_shared<TransformerDecoderBlock>(block, gen, shared)));
     if (config.attention_dropout > 0) {
-      decoder_.back()->self_attention().set_attention_dropout(config.attention_dropout, draw_seed(gen));
-      decoder_.back()->cross_attention().set_attention_dropout(config.attention_dropout, draw_seed(gen));
+      decoder_.back()->self_attention().set_attention_dropout(config.attention_dropout, gen.next_seed());
+      decoder_.back()->cross_attention().set_attention_dropout(config.attention_dropout, gen.next_seed());
     }
   }
   if (config.pre_norm) {

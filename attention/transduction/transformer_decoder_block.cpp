@@ -20,7 +20,7 @@ TransformerDecoderBlock::TransformerDecoderBlock(const TransformerBlockConfig& c
                                                             config.ff_dropout));
   norm3_ = register_module("norm3", std::make_shared<LayerNorm>(config.width));
   // Its own dropout seed from the model's generator, as TransformerEncoderBlock draws one.
-  const auto dropout_seed = static_cast<uint64_t>(gen.next_uniform() * 9007199254740992.0);
+  const auto dropout_seed = gen.next_seed();
   drop_ = register_module("dropout", std::make_shared<Dropout>(config.dropout, dropout_seed));
 }
 
