@@ -225,11 +225,16 @@ POSGRAD_HD T infinity() {
 struct RowSupport {
   int64_t first, last;
 };
+// Query row `row`'s W columns of the row mask, or null without one.
+template <typename T>
+POSGRAD_HD const T* row_mask_of(const Problem<T>& pb, int64_t row) {
+  return pb.tables[kRowProbMask] ? pb.tables[kRowProbMask] + row * pb.W : nullptr;
+}
 template <typename T>
 POSGRAD_HD RowSupport row_support(const Problem<T>& pb, int64_t row) {
   RowSupport s{0, pb.W - 1};
-  if (!pb.tables[kRowProbMask]) return s;
-  const T* m = pb.tables[kRowProbMask] + row * pb.W;
+  const T* m = row_mask_of(pb, row);
+  if (!m) return s;
   while (s.first < pb.W && m[s.first] == T(0)) ++s.first;
   while (s.last >= s.first && m[s.last] == T(0)) --s.last;
   return s;
@@ -319,7 +324,7 @@ POSGRAD_HD void forward_part(const Problem<T>& pb, int64_t row, int64_t part, in
   const T* kb = k + bh * pb.N * Dh;
   T* acc = partial + kForwardExtra;
   for (int64_t d = 0; d < Dh; ++d) acc[d] = 0;
-  const T* row_mask = pb.tables[kRowProbMask] ? pb.tables[kRowProbMask] + row * pb.W : nullptr;
+  const T* row_mask = row_mask_of(pb, row);
   RowSums<T> sums{pb, h, i, qi, kb, v + bh * pb.N * Dh, row_mask, -infinity<T>(), 0, 0, acc};
   for_each_key(pb, b, i, row_support(pb, row), part, parts, sums);
   partial[0] = sums.m, partial[1] = sums.sum_e, partial[2] = sums.sum_em;  // m = -inf: no key in this part
@@ -417,7 +422,7 @@ POSGRAD_HD void backward_row_part(const Problem<T>& pb, int64_t row, int64_t par
   const int64_t bh = row / pb.Nq, i = row % pb.Nq, b = bh / pb.H, h = bh % pb.H, Dh = pb.Dh;
   for (int64_t d = 0; d < Dh; ++d) partial[d] = 0;
   if (lse[row] == infinity<T>()) return;
-  const T* row_mask = pb.tables[kRowProbMask] ? pb.tables[kRowProbMask] + row * pb.W : nullptr;
+  const T* row_mask = row_mask_of(pb, row);
   RowGrad<T> grad{pb,       h,        i,      q + row * Dh, k + bh * pb.N * Dh, v + bh * pb.N * Dh, dout + row * Dh,
                   row_mask, lse[row], D[row], partial,      d_row_mask ? d_row_mask + row * pb.W : nullptr};
   for_each_key(pb, b, i, row_support(pb, row), part, parts, grad);
@@ -443,7 +448,7 @@ POSGRAD_HD void backward_key_part(const Problem<T>& pb, int64_t key, int64_t par
   const auto add_query = [&](int64_t i, int64_t r) {
     const int64_t row = bh * pb.Nq + i;
     if (lse[row] == infinity<T>()) return;
-    const T* row_mask = pb.tables[kRowProbMask] ? pb.tables[kRowProbMask] + row * pb.W : nullptr;
+    const T* row_mask = row_mask_of(pb, row);
     const int64_t column = row_mask ? window_column(pb, i, j) : 0;
     if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) return;  // outside its support
     const T* qi = q + row * Dh;
@@ -535,7 +540,7 @@ POSGRAD_HD void backward_entry_part(const Problem<T>& pb, int64_t entry, int64_t
     if (pb.padded && pb.padded[b * pb.N + j]) continue;
     const int64_t bh = b * pb.H + h, row = bh * pb.Nq + i;
     if (lse[row] == infinity<T>()) continue;
-    const T* row_mask = pb.tables[kRowProbMask] ? pb.tables[kRowProbMask] + row * pb.W : nullptr;
+    const T* row_mask = row_mask_of(pb, row);
     const int64_t column = row_mask ? window_column(pb, i, j) : 0;
     if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) continue;  // outside its support
     const T* qi = q + row * Dh;
