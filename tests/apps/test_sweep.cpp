@@ -7,7 +7,7 @@
 // grid values refused; SIGTERM and Ctrl-C (SIGINT to the process group) stopping a sweep and
 // its run in progress, and the same command finishing the grid afterwards; that a sweep folder
 // or a run folder another process holds is refused, naming it, with nothing written into it; and
-// that an empty path is an error, not "the default".
+// that an empty path is an error, not "the default"; and that every sweep file in configs/ loads.
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <csignal>
@@ -353,6 +353,25 @@ BOOST_AUTO_TEST_CASE(duplicate_seeds_and_arms_are_refused) {
   refused_with("app: count24\nseeds: [7, 3, 007]\n", "seed 7 is listed twice");
   refused_with("app: count24\nseeds: [1]\narms:\n  - name: a\n  - name: a\n", "two arms are named 'a'");
   refused_with("app: count24\nseeds: [1]\ngrid: {train.lr: [0.1, 0.01, 0.1]}\n", "grid.train.lr lists '0.1' twice");
+}
+
+// Every sweep file the project ships (configs/<app>/sweeps/) loads: its keys, arms, comparisons
+// and presets (found in the source tree), an app this build has, and at least one run.
+BOOST_AUTO_TEST_CASE(every_shipped_sweep_file_loads) {
+  int files = 0;
+  for (const auto& app_dir : fs::directory_iterator(fs::path(POSGRAD_SOURCE_DIR) / "configs")) {
+    if (!fs::is_directory(app_dir.path() / "sweeps")) continue;
+    for (const auto& entry : fs::directory_iterator(app_dir.path() / "sweeps")) {
+      if (entry.path().extension() != ".yaml") continue;
+      BOOST_TEST_CONTEXT(entry.path().string()) {
+        ++files;
+        const SweepSpec spec = load_sweep(entry.path());
+        BOOST_TEST(fs::exists(fs::path(POSGRAD_BIN_DIR) / spec.app), spec.app);
+        BOOST_TEST(!plan_sweep(spec).empty());
+      }
+    }
+  }
+  BOOST_TEST(files >= 25);
 }
 
 BOOST_AUTO_TEST_CASE(tiny_sweep_writes_its_table_and_skips_finished_runs) {
