@@ -16,7 +16,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -355,9 +358,30 @@ BOOST_AUTO_TEST_CASE(duplicate_seeds_and_arms_are_refused) {
   refused_with("app: count24\nseeds: [1]\ngrid: {train.lr: [0.1, 0.01, 0.1]}\n", "grid.train.lr lists '0.1' twice");
 }
 
+// The settings an app takes: the first word of each line of its --help's settings list.
+std::set<std::string> app_settings(const std::string& app, const fs::path& scratch) {
+  const fs::path help = scratch / (app + "_help.txt");
+  const std::string cmd = (fs::path(POSGRAD_BIN_DIR) / app).string() + " --help > " + help.string() + " 2>&1";
+  BOOST_REQUIRE_EQUAL(std::system(cmd.c_str()), 0);
+  std::istringstream text(read_text(help));
+  std::set<std::string> keys;
+  bool listing = false;
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind("Settings", 0) == 0) listing = true;
+    else if (listing && line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ')
+      keys.insert(line.substr(2, line.find(' ', 2) - 2));
+  }
+  BOOST_REQUIRE_MESSAGE(keys.count("seed"), app << " --help lists no settings");
+  return keys;
+}
+
 // Every sweep file the project ships (configs/<app>/sweeps/) loads: its keys, arms, comparisons
-// and presets (found in the source tree), an app this build has, and at least one run.
+// and presets (found in the source tree), an app this build has, at least one run, and only
+// settings that app has in its overrides (the sweep's, each arm's and the grid's) and seeds.
 BOOST_AUTO_TEST_CASE(every_shipped_sweep_file_loads) {
+  TempDir tmp;
+  fs::create_directories(tmp.path());
+  std::map<std::string, std::set<std::string>> settings;  // per app
   int files = 0;
   for (const auto& app_dir : fs::directory_iterator(fs::path(POSGRAD_SOURCE_DIR) / "configs")) {
     if (!fs::is_directory(app_dir.path() / "sweeps")) continue;
@@ -366,8 +390,14 @@ BOOST_AUTO_TEST_CASE(every_shipped_sweep_file_loads) {
       BOOST_TEST_CONTEXT(entry.path().string()) {
         ++files;
         const SweepSpec spec = load_sweep(entry.path());
-        BOOST_TEST(fs::exists(fs::path(POSGRAD_BIN_DIR) / spec.app), spec.app);
+        BOOST_REQUIRE_MESSAGE(fs::exists(fs::path(POSGRAD_BIN_DIR) / spec.app), spec.app);
         BOOST_TEST(!plan_sweep(spec).empty());
+        if (!settings.count(spec.app)) settings[spec.app] = app_settings(spec.app, tmp.path());
+        const std::set<std::string>& known = settings[spec.app];
+        BOOST_TEST(known.count(spec.seed_key), spec.seed_key);
+        for (const auto& [key, value] : spec.set) BOOST_TEST(known.count(key), "set: " << key);
+        for (const SweepArm& arm : spec.arms)
+          for (const auto& [key, value] : arm.set) BOOST_TEST(known.count(key), arm.name << ": " << key);
       }
     }
   }
