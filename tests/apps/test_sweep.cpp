@@ -7,7 +7,8 @@
 // grid values refused; SIGTERM and Ctrl-C (SIGINT to the process group) stopping a sweep and
 // its run in progress, and the same command finishing the grid afterwards; that a sweep folder
 // or a run folder another process holds is refused, naming it, with nothing written into it; and
-// that an empty path is an error, not "the default"; and that every sweep file in configs/ loads.
+// that an empty path is an error, not "the default"; and that every sweep file and preset in
+// configs/ names only settings its app has.
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <csignal>
@@ -24,6 +25,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -402,6 +404,42 @@ BOOST_AUTO_TEST_CASE(every_shipped_sweep_file_loads) {
     }
   }
   BOOST_TEST(files >= 25);
+}
+
+// The dotted keys of a settings file: nested maps flattened (model: {width: 64} is model.width), a
+// map that is itself a setting's value kept whole.
+void preset_keys(const YAML::Node& node, const std::string& prefix, const std::set<std::string>& known,
+                 std::vector<std::string>& keys) {
+  if (!node.IsMap() || known.count(prefix)) return keys.push_back(prefix);
+  for (const auto& entry : node)
+    preset_keys(entry.second, prefix.empty() ? entry.first.as<std::string>() : prefix + "." + entry.first.as<std::string>(),
+                known, keys);
+}
+
+// Every preset the project ships (configs/<app>/ and the folders below it but sweeps/, and
+// configs/count24_seed.yaml) names only settings its app has: a misspelt key fails when the preset
+// is used, and most presets (the GPU sizes) are used by no test.
+BOOST_AUTO_TEST_CASE(every_shipped_preset_names_only_its_apps_settings) {
+  TempDir tmp;
+  fs::create_directories(tmp.path());
+  const fs::path configs = fs::path(POSGRAD_SOURCE_DIR) / "configs";
+  std::vector<std::pair<std::string, fs::path>> presets{{"count24", configs / "count24_seed.yaml"}};
+  for (const auto& app_dir : fs::directory_iterator(configs)) {
+    if (!app_dir.is_directory()) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(app_dir.path()))
+      if (entry.path().extension() == ".yaml" && entry.path().parent_path().filename() != "sweeps")
+        presets.emplace_back(app_dir.path().filename().string(), entry.path());
+  }
+  std::map<std::string, std::set<std::string>> settings;  // per app
+  for (const auto& [app, preset] : presets) {
+    BOOST_TEST_CONTEXT(preset.string()) {
+      if (!settings.count(app)) settings[app] = app_settings(app, tmp.path());
+      std::vector<std::string> keys;
+      preset_keys(YAML::LoadFile(preset.string()), "", settings[app], keys);
+      for (const std::string& key : keys) BOOST_TEST(settings[app].count(key), key);
+    }
+  }
+  BOOST_TEST(presets.size() >= 50u);
 }
 
 BOOST_AUTO_TEST_CASE(tiny_sweep_writes_its_table_and_skips_finished_runs) {
