@@ -361,7 +361,7 @@ BOOST_AUTO_TEST_CASE(duplicate_seeds_and_arms_are_refused) {
 }
 
 // The settings an app takes: the first word of each line of its --help's settings list.
-std::set<std::string> app_settings(const std::string& app, const fs::path& scratch) {
+std::set<std::string> read_app_settings(const std::string& app, const fs::path& scratch) {
   const fs::path help = scratch / (app + "_help.txt");
   const std::string cmd = (fs::path(POSGRAD_BIN_DIR) / app).string() + " --help > " + help.string() + " 2>&1";
   BOOST_REQUIRE_EQUAL(std::system(cmd.c_str()), 0);
@@ -377,13 +377,25 @@ std::set<std::string> app_settings(const std::string& app, const fs::path& scrat
   return keys;
 }
 
+// Each app's settings, read from its --help once.
+class AppSettings {
+ public:
+  const std::set<std::string>& of(const std::string& app) {
+    auto it = known_.find(app);
+    if (it == known_.end()) it = known_.emplace(app, read_app_settings(app, scratch_.path())).first;
+    return it->second;
+  }
+
+ private:
+  TempDir scratch_;
+  std::map<std::string, std::set<std::string>> known_;
+};
+
 // Every sweep file the project ships (configs/<app>/sweeps/) loads: its keys, arms, comparisons
 // and presets (found in the source tree), an app this build has, at least one run, and only
 // settings that app has in its overrides (the sweep's, each arm's and the grid's) and seeds.
 BOOST_AUTO_TEST_CASE(every_shipped_sweep_file_loads) {
-  TempDir tmp;
-  fs::create_directories(tmp.path());
-  std::map<std::string, std::set<std::string>> settings;  // per app
+  AppSettings settings;
   int files = 0;
   for (const auto& app_dir : fs::directory_iterator(fs::path(POSGRAD_SOURCE_DIR) / "configs")) {
     if (!fs::is_directory(app_dir.path() / "sweeps")) continue;
@@ -394,8 +406,7 @@ BOOST_AUTO_TEST_CASE(every_shipped_sweep_file_loads) {
         const SweepSpec spec = load_sweep(entry.path());
         BOOST_REQUIRE_MESSAGE(fs::exists(fs::path(POSGRAD_BIN_DIR) / spec.app), spec.app);
         BOOST_TEST(!plan_sweep(spec).empty());
-        if (!settings.count(spec.app)) settings[spec.app] = app_settings(spec.app, tmp.path());
-        const std::set<std::string>& known = settings[spec.app];
+        const std::set<std::string>& known = settings.of(spec.app);
         BOOST_TEST(known.count(spec.seed_key), spec.seed_key);
         for (const auto& [key, value] : spec.set) BOOST_TEST(known.count(key), "set: " << key);
         for (const SweepArm& arm : spec.arms)
@@ -420,8 +431,6 @@ void preset_keys(const YAML::Node& node, const std::string& prefix, const std::s
 // configs/count24_seed.yaml) names only settings its app has: a misspelt key fails when the preset
 // is used, and most presets (the GPU sizes) are used by no test.
 BOOST_AUTO_TEST_CASE(every_shipped_preset_names_only_its_apps_settings) {
-  TempDir tmp;
-  fs::create_directories(tmp.path());
   const fs::path configs = fs::path(POSGRAD_SOURCE_DIR) / "configs";
   std::vector<std::pair<std::string, fs::path>> presets{{"count24", configs / "count24_seed.yaml"}};
   for (const auto& app_dir : fs::directory_iterator(configs)) {
@@ -430,13 +439,13 @@ BOOST_AUTO_TEST_CASE(every_shipped_preset_names_only_its_apps_settings) {
       if (entry.path().extension() == ".yaml" && entry.path().parent_path().filename() != "sweeps")
         presets.emplace_back(app_dir.path().filename().string(), entry.path());
   }
-  std::map<std::string, std::set<std::string>> settings;  // per app
+  AppSettings settings;
   for (const auto& [app, preset] : presets) {
     BOOST_TEST_CONTEXT(preset.string()) {
-      if (!settings.count(app)) settings[app] = app_settings(app, tmp.path());
+      const std::set<std::string>& known = settings.of(app);
       std::vector<std::string> keys;
-      preset_keys(YAML::LoadFile(preset.string()), "", settings[app], keys);
-      for (const std::string& key : keys) BOOST_TEST(settings[app].count(key), key);
+      preset_keys(YAML::LoadFile(preset.string()), "", known, keys);
+      for (const std::string& key : keys) BOOST_TEST(known.count(key), key);
     }
   }
   BOOST_TEST(presets.size() >= 50u);
