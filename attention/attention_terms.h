@@ -76,10 +76,10 @@ struct AttentionTerms {
 // ------------------------------------------------------------------ the kinds of table
 // Everything generic about a table (merging two hooks' tables, detaching, the fused op's argument
 // checks and packing, its column tables and per-thread gradients) iterates over kTableKinds. Only
-// the formulas are written per kind: the reference's here (TableKind::reference), the fused
-// kernels' in fused/fused_kernels_impl.h (segment_logits, run_gradients) and the GPU kernels' in
-// fused/gpu/fused_gpu_math.h (TableIndex, pair_terms). A new kind is a member of AttentionTerms, an
-// entry below, and its two kernel formulas: three files.
+// the formulas are written per kind: the reference's here (TableKind::reference) and the fused
+// kernels' (CPU and GPU alike) in fused/fused_formula.h (TableIndex, pair_logit, pair_gradients).
+// A new kind of [H, R] table acting on the logits is a member of AttentionTerms, an entry below,
+// and its terms in fused_formula.h: two files (fused/fused_kernels.h checks the two lists agree).
 
 enum class TableShape {
   HeadVector,    // [H, Dh]: per head, over the head's dims (not a table over the relative grid)

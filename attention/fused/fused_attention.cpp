@@ -212,13 +212,6 @@ void cpu_backward(const Call& c, const Tensor& g, Tensor& dq, Tensor& dk, Tensor
 
 // ---------------------------------------------------------------- the GPU kernels (gpu/)
 
-static_assert(fused_gpu::kTableCount == kTableKindCount && fused_gpu::kKeyBias == table_kind("key_bias") &&
-                  fused_gpu::kQueryTable == table_kind("query_table") && fused_gpu::kBias == table_kind("bias") &&
-                  fused_gpu::kModulation == table_kind("modulation") &&
-                  fused_gpu::kPositionalModulation == table_kind("positional_modulation") &&
-                  fused_gpu::kProbMask == table_kind("prob_mask") && fused_gpu::kRowProbMask == table_kind("row_prob_mask"),
-              "fused_gpu's table kinds follow kTableKinds");
-
 // The problem as fused_gpu_math.h reads it: the geometry as numbers, the tables' pointers.
 template <typename T>
 fused_gpu::Problem<T> gpu_problem(const Setup& s, const std::vector<Tensor>& tables) {

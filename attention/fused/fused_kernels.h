@@ -1,8 +1,7 @@
 // The CPU kernels of the fused attention op (fused_attention.h): forward and backward of
 //
-//   content(i, j)    = scale q_i . k_j + a_h . k_j
-//   positional(i, j) = q_i . T[h, r] + c[h, r]                        r = rel(i, j)
-//   s(i, j)          = G[h, r] (content + P[h, r] positional)         -inf for padded keys
+//   s(i, j)          = pair_logit (fused_formula.h: the content q_i . k_j, the positional term
+//                      and the tables at r = rel(i, j)),  -inf for padded keys
 //   e(i, j)          = exp(s - max_j s)
 //   out_i            = sum_j e M[h, r] v_j / (sum_j e M[h, r] + 1e-8 sum_j e)   (mask M)
 //                    = sum_j e v_j / sum_j e                                     (no mask)
@@ -24,8 +23,7 @@
 //
 // Deliberately not here: autograd, argument checks and the combination of the hooks' tables
 // (fused_attention.cpp).
-// Shapes: letters of shape_legend.h; T, c, G, P, M above are the AttentionTerms tables query_table,
-// bias, modulation, positional_modulation and prob_mask, a_h is key_bias (kTableKinds).
+// Shapes: letters of shape_legend.h; M above is the AttentionTerms table prob_mask (kTableKinds).
 #pragma once
 
 #include <array>
@@ -33,8 +31,20 @@
 #include <vector>
 
 #include "attention/attention_terms.h"
+#include "attention/fused/fused_formula.h"
 
 namespace posgrad::fused_detail {
+
+// fused_formula.h's kinds of table are kTableKinds, in its order, the per-entry ones its Entries.
+consteval bool formula_kinds_follow_the_list() {
+  if (fused_formula::kTableCount != static_cast<int>(kTableKindCount)) return false;
+  for (size_t kind = 0; kind < kTableKindCount; ++kind)
+    if (kTableKinds[kind].name != std::string_view(fused_formula::kTableNames[kind]) ||
+        (kTableKinds[kind].shape == TableShape::Entries) != fused_formula::per_entry(kind))
+      return false;
+  return true;
+}
+static_assert(formula_kinds_follow_the_list(), "fused_formula.h's TableIndex, kTableNames and per_entry follow kTableKinds");
 
 // Which keys each query sees: the clipped offset box on the grid (all keys when `structure` is
 // empty: tree positions, where no table may be used).

@@ -57,13 +57,7 @@ namespace posgrad::fused_detail::row_kernels {
 
 namespace {
 
-constexpr double kMaskEpsilon = 1e-8;  // the reference pipeline's renormalisation epsilon
-
-// The kinds of table the formula below reads (kTableKinds, attention_terms.h).
-constexpr size_t kKeyBias = table_kind("key_bias"), kQueryTable = table_kind("query_table"), kBias = table_kind("bias"),
-                 kModulation = table_kind("modulation"), kPositionalModulation = table_kind("positional_modulation"),
-                 kProbMask = table_kind("prob_mask"), kRowProbMask = table_kind("row_prob_mask");
-static_assert(kTableKindCount == 7, "a new kind of table needs its formula here: segment_logits and run_gradients");
+using namespace fused_formula;  // the kinds of table (TableIndex), the pair's formula
 
 // exp for the row softmax (Lanes<T>::exp). float: a branch-free Cody-Waite reduction and a
 // degree-6 polynomial (relative error about 2e-7, inside float32's own rounding of the inputs) in
@@ -423,35 +417,62 @@ struct Prepared {
   }
 };
 
-// The logits of one run of keys: s = mod (c + modpos p) (+ the logit offset), -inf at padded keys,
-// with the content c = scale q_i . k_j + a . k_j and the positional term p = q_i . T[r] + bias[r]
-// (0 without either) also stored in c and p when keep_terms (the backward needs them, the forward
-// only s). qs = scale q_i.
+// What a run of keys reads, from its first key or entry: k transposed, the key-bias dots, each
+// table (null when absent).
+template <typename T>
+struct RunTables {
+  const T *kt, *akey;
+  std::array<const T*, kTableKindCount> table;
+  RunTables(const Head<T>& hd, const Segment& g) : kt(hd.kt + g.j0), akey(hd.akey + g.j0) {
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) table[kind] = hd.table[kind] ? hd.table[kind] + g.r0 : nullptr;
+  }
+};
+
+// fused_formula.h's accessor for one vector step of a run (its keys t .. t + lanes), for query
+// i's values qi and qs = scale q_i.
+template <typename T, class W, class L>
+struct RunAt {
+  using V = typename Lanes<T>::Vec;
+  const L& lanes;
+  int64_t t;
+  W dh;
+  const RunTables<T>& run;
+  const Problem& P;
+  const DimValues<T, W>& qi;
+  const DimValues<T, W>& qs;
+  V content() const {  // a . k_j is the head's precomputed akey (zeros without a key bias)
+    V c = lanes.load(run.akey + t);
+    for (int64_t d = 0; d < dh(); ++d) c += qs[d] * lanes.load(run.kt + d * P.N + t);
+    return c;
+  }
+  V query_dots(V p) const {
+    if (const T* table = run.table[kQueryTable])
+      for (int64_t d = 0; d < dh(); ++d) p += qi[d] * lanes.load(table + d * P.R + t);
+    return p;
+  }
+  V entry(int kind, int absent) const {
+    const T* table = run.table[kind];
+    return table ? lanes.load(table + t) : Lanes<T>::splat(T(absent));
+  }
+};
+
+// The logits of one run of keys (pair_logit; + the logit offset, -inf at padded keys), with the
+// content c and the positional term p also stored in c and p when keep_terms (the backward needs
+// them, the forward only s). qs = scale q_i.
 template <typename T, class W>
 void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T, W>& qi, const DimValues<T, W>& qs,
                     const Segment& g, T* __restrict s, T* __restrict c, T* __restrict p, bool keep_terms) {
-  const int64_t N = P.N, R = P.R;
-  const T* kt = hd.kt + g.j0;
-  const T* table = hd.table[kQueryTable] ? hd.table[kQueryTable] + g.r0 : nullptr;
-  const T* akey = hd.akey + g.j0;
-  const T* mod = hd.table[kModulation] + g.r0;
-  const T* modpos = hd.table[kPositionalModulation] + g.r0;
-  const T* bias = hd.table[kBias] ? hd.table[kBias] + g.r0 : nullptr;
   const T* offset = hd.offset ? hd.offset + g.r0 : nullptr;
+  const RunTables<T> run(hd, g);
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
-    V content = lanes.load(akey + t);
-    for (int64_t d = 0; d < dh(); ++d) content += qs[d] * lanes.load(kt + d * N + t);
-    V positional = bias ? lanes.load(bias + t) : Lanes<T>::splat(T(0));
-    if (table)
-      for (int64_t d = 0; d < dh(); ++d) positional += qi[d] * lanes.load(table + d * R + t);
+    const RunAt<T, W, std::decay_t<decltype(lanes)>> at{lanes, t, dh, run, P, qi, qs};
+    const PairLogit<V> l = pair_logit<V>(at);
     if (keep_terms) {
-      lanes.store(c + t, content);
-      lanes.store(p + t, positional);
+      lanes.store(c + t, l.content);
+      lanes.store(p + t, l.positional);
     }
-    V logit = lanes.load(mod + t) * (content + lanes.load(modpos + t) * positional);
-    if (offset) logit += lanes.load(offset + t);
-    lanes.store(s + t, logit);
+    lanes.store(s + t, offset ? l.s + lanes.load(offset + t) : l.s);
   });
   if (hd.padded) {
     const uint8_t* pad = hd.padded + g.j0;
@@ -462,51 +483,44 @@ void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T
 
 // Where phase A of the backward leaves one run's per-key terms. pm and dc are indexed by key (from
 // the run's first key), dp by relative entry (from the run's r0); the table gradients are the
-// head's rows from r0. Gradients nobody needs point at a scratch row, so the loop has no branch
-// per term.
+// head's rows from r0, null when not wanted.
 template <typename T>
 struct RunTerms {
   const T* mask;  // M over the run (the prob_mask entries or the row mask's columns)
-  T* pm;        // e M: dv_j's weight of dout_i
-  T* dc;        // d loss / d content
-  T* dp;        // d loss / d positional
-  T* g_bias;    // += dp
-  T* g_mod;     // += ds (content + modpos positional)
-  T* g_modpos;  // += dc positional
-  T* g_mask;    // += e (dout_i . v_j - D)
+  T* pm;          // e M: dv_j's weight of dout_i
+  T* dc;          // d loss / d content
+  T* dp;          // d loss / d positional
+  std::array<T*, kTableKindCount> g;  // += the gradient of each per-entry table on the logits
+  T* g_mask;      // += the mask's gradient (prob_mask's entries or the row mask's columns)
 };
 
 // The gradients of one run of keys of one query, after its logits (segment_logits: s, content c,
 // positional p): the probabilities e = exp(s - lse), dout_i . v_j and every per-key term of
-// RunTerms in one pass over the keys. kModulated: some modulation or mask has a gradient
-// (g_mod, g_modpos and g_mask are written).
-template <typename T, class W, bool kModulated>
+// RunTerms in one pass over the keys (pair_gradients).
+template <typename T, class W>
 void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, const T* s, const T* c, const T* p,
-                   const DimValues<T, W>& dout_i, T row_lse, T D, T eps, const RunTerms<T>& out) {
+                   const DimValues<T, W>& qi, const DimValues<T, W>& qs, const DimValues<T, W>& dout_i, T row_lse,
+                   T D, T eps, const RunTerms<T>& out) {
   const int64_t N = P.N;
   const T* vt = hd.vt + g.j0;
-  const T* mod = hd.table[kModulation] + g.r0;
-  const T* modpos = hd.table[kPositionalModulation] + g.r0;
-  const T* mask = out.mask;
+  const RunTables<T> run(hd, g);
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
+    using L = std::decay_t<decltype(lanes)>;
     V dov = Lanes<T>::splat(T(0));  // dout_i . v_j
     for (int64_t d = 0; d < dh(); ++d) dov += dout_i[d] * lanes.load(vt + d * N + t);
-    const V m = lanes.load(mod + t), mp = lanes.load(modpos + t), mk = lanes.load(mask + t);
-    const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse);
-    const V ds = e * (mk * (dov - D) - eps * D);  // d loss / d s
-    const V dc = ds * m;
-    const V dp = dc * mp;
+    const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse), mk = lanes.load(out.mask + t);
     lanes.store(out.pm + t, e * mk);
-    lanes.store(out.dc + t, dc);
-    lanes.store(out.dp + t, dp);
-    lanes.store(out.g_bias + t, lanes.load(out.g_bias + t) + dp);
-    if constexpr (kModulated) {
-      const V positional = lanes.load(p + t);
-      lanes.store(out.g_mod + t, lanes.load(out.g_mod + t) + ds * (lanes.load(c + t) + mp * positional));
-      lanes.store(out.g_modpos + t, lanes.load(out.g_modpos + t) + dc * positional);
-      lanes.store(out.g_mask + t, lanes.load(out.g_mask + t) + e * (dov - D));
-    }
+    const RunAt<T, W, L> at{lanes, t, dh, run, P, qi, qs};
+    const PairGradients<V> d =
+        pair_gradients<V>(at, {lanes.load(c + t), lanes.load(p + t), V{}}, score_gradient(e, mk, dov, D, eps));
+    lanes.store(out.dc + t, d.content);
+    lanes.store(out.dp + t, d.positional);
+    for_each_kind([&](auto kind) {
+      if constexpr (per_entry(kind))
+        if (T* grad = out.g[kind]) lanes.store(grad + t, lanes.load(grad + t) + d.entry[kind]);
+    });
+    if (out.g_mask) lanes.store(out.g_mask + t, lanes.load(out.g_mask + t) + mask_gradient(e, dov, D));
   });
 }
 
@@ -786,8 +800,6 @@ class BackwardWorker {
         dq_table_(call.P.Dh),
         dq_content_(call.P.Dh),
         dck_(static_cast<size_t>(call.P.Dh)),
-        unwanted_row_(std::max(call.P.R, call.P.N)),
-        unwanted_(static_cast<size_t>(4 * unwanted_row_)),
         ka_(static_cast<size_t>(kQueryBlock * call.P.Dh)),
         wv_(static_cast<size_t>(kQueryBlock * call.P.Dh)),
         wt_(static_cast<size_t>(kQueryBlock * call.P.Dh)),
@@ -897,34 +909,23 @@ class BackwardWorker {
     T* pm = block_pm_.data() + slot * N;
     T* dc = block_dc_.data() + slot * N;
     T* dp = g_[kQueryTable] ? block_dp_.data() + slot * R : nullptr;
-    const bool modulated = g_[kModulation] || g_[kPositionalModulation] || g_[kProbMask] || g_[kRowProbMask];
     const bool masked = call_.tables.of[kProbMask] || call_.tables.of[kRowProbMask];
     const T eps = masked ? static_cast<T>(kMaskEpsilon) : T(0);
     for (size_t n = 0; n < segs_[slot].size(); ++n) {
       const Segment& g = segs_[slot][n];
-      auto table_row = [&](T* head_row, int which) {
-        return (head_row ? head_row : unwanted_.data() + which * unwanted_row_) + g.r0;
-      };
-      // The row mask's gradient: the query's row at the run's window columns (as run_mask).
-      T* g_row_mask = g_[kRowProbMask] ? g_[kRowProbMask] + i * P_.W + (g.j0 - (P_.geometry.query_first[0] + i) + P_.W - 1)
-                                       : nullptr;
-      const RunTerms<T> terms{run_mask(hd_, P_, i, g),
-                              pm + g.j0,
-                              dc + g.j0,
-                              dp ? dp + g.r0 : dp_scratch_.data(),
-                              table_row(g_[kBias], 0),
-                              table_row(g_[kModulation], 1),
-                              table_row(g_[kPositionalModulation], 2),
-                              g_row_mask ? g_row_mask : table_row(g_[kProbMask], 3)};
+      RunTerms<T> terms{run_mask(hd_, P_, i, g), pm + g.j0, dc + g.j0, dp ? dp + g.r0 : dp_scratch_.data(), {}, nullptr};
+      for (size_t kind = 0; kind < kTableKindCount; ++kind)
+        if (per_entry(kind) && kind != kProbMask && g_[kind]) terms.g[kind] = g_[kind] + g.r0;
+      // The mask's gradient: prob_mask's at the run's entries, or the query's row of the row
+      // mask's at the run's window columns (as run_mask).
+      if (g_[kRowProbMask])
+        terms.g_mask = g_[kRowProbMask] + i * P_.W + (g.j0 - (P_.geometry.query_first[0] + i) + P_.W - 1);
+      else if (g_[kProbMask])
+        terms.g_mask = g_[kProbMask] + g.r0;
       segment_logits(dh_, hd_, P_, query, scaled_query, g, sc_.s.data(), sc_.c.data(), sc_.p.data(),
                      /*keep_terms=*/true);
-      const T row_lse = call_.lse[row];
-      if (modulated)
-        run_gradients<T, W, true>(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), dout_i, row_lse, D, eps,
-                                  terms);
-      else
-        run_gradients<T, W, false>(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), dout_i, row_lse, D,
-                                   eps, terms);
+      run_gradients(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), query, scaled_query, dout_i,
+                    call_.lse[row], D, eps, terms);
       // dq_i = sum_j dp T[r] + scale sum_j dc k_j (and the key bias's gradient sum_j dc k_j)
       if (const T* table = hd_.table[kQueryTable])
         RowDotSums<T>::add_both(dh_, dq_table_, terms.dp, table + g.r0, R, dq_content_, terms.dc,
@@ -974,8 +975,6 @@ class BackwardWorker {
   std::vector<T> dp_scratch_;        // d positional of one run when the query table's gradient is not wanted
   RowDotSums<T> dq_table_, dq_content_;  // dq_i's sums over keys: sum dp T[r], sum dc k_j
   std::vector<T> dck_;                  // [Dh] dq_content_'s result
-  int64_t unwanted_row_;             // max(R, N): a row covers any run's entries (trees: r0 = 0, N keys)
-  std::vector<T> unwanted_;          // 4 such rows: where gradients nobody wants go
   int64_t bh_ = 0;
   Head<T> hd_{};
   typename ThreadTableGrads<T>::Copies g_{};  // where this thread's gradients of the head's tables start

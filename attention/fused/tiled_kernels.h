@@ -1,10 +1,10 @@
-// The fused op's kernels for attention whose tables are at most per-entry numbers (bias c,
-// modulation G, positional modulation P of fused_kernels.h: ALiBi, T5's buckets, the Gaussian
-// span; RoPE and APE act before the op; key boxes, causal masks and padded keys are fine), where
-// the row kernels are slowest. The formula is fused_kernels.h's without a query table, key bias
-// or mask:
-//   s(i, j) = G[r] (scale q_i . k_j + P[r] c[r])   (-inf outside query i's box and at padded keys)
-//   out_i   = sum_j e(i, j) v_j / sum_j e(i, j)      with r = rel(i, j), absent tables 1 or 0.
+// The fused op's kernels for attention whose tables are at most per-entry numbers on the logits
+// (bias, modulation, positional modulation: ALiBi, T5's buckets, the Gaussian span; RoPE and APE
+// act before the op; key boxes, causal masks and padded keys are fine), where the row kernels are
+// slowest. The formula is fused_formula.h's without a query table, key bias or mask:
+//   s(i, j) = pair_logit of the content scale q_i . k_j and the tables at r = rel(i, j)
+//             (-inf outside query i's box and at padded keys)
+//   out_i   = sum_j e(i, j) v_j / sum_j e(i, j)
 // Blocks of neighbouring queries share most of their keys, so the work is FlashAttention-2's,
 // written on the CPU GEMM (tensor/cpu/gemm.h) instead of key loops. A block is a patch of queries
 // (1-D: Bq consecutive ones; on a grid, ry lines of rx queries, the shape chosen per call by
@@ -18,7 +18,7 @@
 //             out = (E V_band) / rowsum(E) (one GEMM), and lse = m + log rowsum(E) kept per row, as
 //             the row kernels do;
 //   backward  per block: S again and P = exp(S - lse), dP = dO V_band^T, dS = P (dP - D) with
-//             D_i = dout_i . out_i, the tables' gradients along the runs and dS times G, then
+//             D_i = dout_i . out_i, the tables' gradients along the runs and dS made the content's (pair_gradients), then
 //             dQ = scale dS K_band, dK_band += scale dS^T Q, dV_band += P^T dO (four GEMMs); dK,
 //             dV and the tables' gradients summed in per-thread copies at the end.
 // A band computes keys outside some of its queries' boxes (masked): the plan takes the tiled
@@ -49,9 +49,13 @@ namespace posgrad::fused_detail::tiled {
 
 namespace {  // in the translation unit of fused_kernels.cpp only, as the row kernels
 
-// The kinds of table these kernels take: numbers per relative entry, [H, R].
-constexpr std::array<size_t, 3> kEntryKinds{row_kernels::kBias, row_kernels::kModulation,
-                                             row_kernels::kPositionalModulation};
+using namespace fused_formula;  // the kinds of table, the pair's formula
+
+// The kinds of table these kernels take: numbers per relative entry, [H, R], that act on the
+// logits (not the masks, which act on the probabilities).
+constexpr bool takes_kind(size_t kind) {
+  return fused_formula::per_entry(kind) && kTableKinds[kind].stage != TableStage::Probabilities;
+}
 
 // The narrowest head the tiled kernels take. At Dh = 8 the row kernels, compiled for that width,
 // are faster (quiet A/B on the Zen 5 machine, 1-D N = 4096 at full span: 71 ms against 130 ms;
@@ -59,13 +63,13 @@ constexpr std::array<size_t, 3> kEntryKinds{row_kernels::kBias, row_kernels::kMo
 // kernels are (131 against 232 ms at full span, 22 against 35 ms at a box of 1/8).
 constexpr int64_t kMinHeadWidth = 16;
 
-// Whether a call is the tiled kernels' case: heads of at least kMinHeadWidth and every table of
-// kEntryKinds (Plan::pays decides the rest).
+// Whether a call is the tiled kernels' case: heads of at least kMinHeadWidth and every table one
+// they take (Plan::pays decides the rest).
 template <typename T>
 bool takes(const Problem& P, const Tables<T>& tables) {
   if (P.Dh < kMinHeadWidth) return false;
   for (size_t kind = 0; kind < kTableKindCount; ++kind)
-    if (tables.of[kind] && std::find(kEntryKinds.begin(), kEntryKinds.end(), kind) == kEntryKinds.end()) return false;
+    if (tables.of[kind] && !takes_kind(kind)) return false;
   return !tables.logit_offset && P.W == 0 && P.table_columns == 1;
 }
 
@@ -214,21 +218,28 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, 
     cpu::dgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-// One head's per-entry tables (rows of [H, R]; null when absent).
+// One head's per-entry tables (its rows of the [H, R] tables; null when absent).
 template <typename T>
 struct EntryTables {
-  const T *bias, *mod, *modpos;
+  std::array<const T*, kTableKindCount> row{};
   EntryTables(const Problem& P, const Tables<T>& tables, int64_t h) {
-    auto row = [&](size_t kind) { return tables.of[kind] ? tables.of[kind] + h * P.R : nullptr; };
-    bias = row(row_kernels::kBias), mod = row(row_kernels::kModulation), modpos = row(row_kernels::kPositionalModulation);
+    for (size_t kind = 0; kind < kTableKindCount; ++kind)
+      if (takes_kind(kind) && tables.of[kind]) row[kind] = tables.of[kind] + h * P.R;
   }
-  bool any() const { return bias || mod || modpos; }
-  // s = G (c + P bias) from the content c at entry r.
-  T logit(T c, int64_t r) const {
-    const T p = bias ? bias[r] : T(0);
-    const T sum = c + (modpos ? modpos[r] : T(1)) * p;
-    return mod ? mod[r] * sum : sum;
+  bool any() const {
+    return std::any_of(row.begin(), row.end(), [](const T* r) { return r != nullptr; });
   }
+};
+
+// fused_formula.h's accessor for the pair at entry r whose content c (scale q . k) the GEMM gave.
+template <typename T>
+struct EntryAt {
+  const EntryTables<T>& et;
+  T c;
+  int64_t r;
+  T content() const { return c; }
+  T query_dots(T x) const { return x; }
+  T entry(int kind, int absent) const { return et.row[kind] ? et.row[kind][r] : T(absent); }
 };
 
 // The band's rows of x (k or v, [B H N, Dh]) for block b of batch-head bh, [L, Dh]: a pointer
@@ -297,7 +308,7 @@ void block_logits(const Problem& P, const Plan& plan, const Plan::Block& b, int6
       const int64_t col = plan.column(b, g);
       std::fill(s + from, s + col, kOff);
       if (et.any())
-        for (int64_t t = 0; t < g.len; ++t) s[col + t] = et.logit(s[col + t], g.r0 + t);
+        for (int64_t t = 0; t < g.len; ++t) s[col + t] = pair_logit<T>(EntryAt<T>{et, s[col + t], g.r0 + t}).s;
       from = col + g.len;
     }
     std::fill(s + from, s + L, kOff);
@@ -427,20 +438,19 @@ void backward(const Problem& P, const Plan& plan, const Tables<T>& tables, const
         T* ds = dS.data() + r * L;
         for (int64_t j = 0; j < L; ++j) ds[j] = p[j] * (ds[j] - D);
       }
-      if (tabled) {  // along the runs: the tables' gradients, and ds times G (the content's gradient)
-        T* d_table[kEntryKinds.size()];
-        for (size_t e = 0; e < kEntryKinds.size(); ++e)
-          d_table[e] = dtable_mine[kEntryKinds[e]] ? dtable_mine[kEntryKinds[e]] + (bh % P.H) * P.R : nullptr;
+      if (tabled) {  // along the runs: the tables' gradients, and dS becomes the content's gradient
+        std::array<T*, kTableKindCount> d_table{};
+        for (size_t kind = 0; kind < kTableKindCount; ++kind)
+          if (takes_kind(kind) && dtable_mine[kind]) d_table[kind] = dtable_mine[kind] + (bh % P.H) * P.R;
         for (int64_t r = 0; r < b.rows; ++r)
           for (const row_kernels::Segment& g : plan.segments().of(plan.query(b, r)))
             for (int64_t t = 0, col = plan.column(b, g); t < g.len; ++t) {
-              const int64_t u = r * L + col + t, e = g.r0 + t;
-              const T ds = dS[static_cast<size_t>(u)], c = C[static_cast<size_t>(u)];
-              const T p = et.bias ? et.bias[e] : T(0), pm = et.modpos ? et.modpos[e] : T(1), m = et.mod ? et.mod[e] : T(1);
-              if (d_table[0]) d_table[0][e] += ds * m * pm;     // bias
-              if (d_table[1]) d_table[1][e] += ds * (c + pm * p);  // modulation
-              if (d_table[2]) d_table[2][e] += ds * m * p;      // positional modulation
-              dS[static_cast<size_t>(u)] = ds * m;
+              const size_t u = static_cast<size_t>(r * L + col + t);
+              const detail::EntryAt<T> at{et, C[u], g.r0 + t};
+              const PairGradients<T> d = pair_gradients(at, pair_logit<T>(at), dS[u]);
+              dS[u] = d.content;
+              for (size_t kind = 0; kind < kTableKindCount; ++kind)
+                if (d_table[kind]) d_table[kind][g.r0 + t] += d.entry[kind];
             }
       }
       const T scale = static_cast<T>(P.scale);

@@ -30,9 +30,6 @@ struct GpuCase {
 };
 std::ostream& operator<<(std::ostream& os, const GpuCase& c) { return os << c.label; }
 
-const std::vector<std::string> kGpuKinds = {"key_bias",   "query_table",           "bias",
-                                            "modulation", "positional_modulation", "prob_mask"};
-
 const std::vector<GpuCase> kGpuCases = {
     {"1-D, no table", {9}, {}, 0, {}, {}, {}},
     {"1-D, every table", {9}, {}, 0, {}, {}, {"all"}},
@@ -170,18 +167,20 @@ BOOST_DATA_TEST_CASE(emulated_kernels_match_reference, bdata::make(kGpuCases), c
                  1e-12, 1e-10);
 }
 
-// Every kind the kernels take changes their result (none is ignored).
+// Every kind of kTableKinds (attention_terms.h), beside a bias: the kernels' arithmetic agrees with
+// the reference, and the kind changes their result (none is ignored).
 BOOST_AUTO_TEST_CASE(every_kind_the_kernels_take_acts) {
-  std::vector<std::string> kinds = kGpuKinds;
-  kinds.emplace_back("row_prob_mask");
-  for (const std::string& kind : kinds) {
+  for (const TableKind& table_kind : kTableKinds) {
+    const std::string kind(table_kind.name);
     // A bias beside every other kind: a positional term for positional_modulation to scale.
     const std::vector<std::string> base = kind == "bias" ? std::vector<std::string>{} : std::vector<std::string>{"bias"};
     std::vector<std::string> tables = base;
     tables.push_back(kind);
-    const std::vector<int64_t> grid = kind == "row_prob_mask" ? std::vector<int64_t>{7} : std::vector<int64_t>{3, 4};
+    const std::vector<int64_t> grid =
+        table_kind.shape == TableShape::RowWindow ? std::vector<int64_t>{7} : std::vector<int64_t>{3, 4};  // 1-D only
     const GpuCase with{kind, grid, {}, 0, {}, {}, tables}, without{kind, grid, {}, 0, {}, {}, base};
     const Inputs a = make_inputs(with, kFloat64), b = make_inputs(without, kFloat64);
+    expect_agree(kind + " beside a bias (emulated)", a, run(a, Impl::Emulation), run(a, Impl::Reference), 1e-12, 1e-10);
     BOOST_TEST(max_abs_diff(run(a, Impl::Emulation).out, run(b, Impl::Emulation).out) > 1e-6, kind << " is ignored");
   }
 }

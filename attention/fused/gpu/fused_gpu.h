@@ -65,7 +65,9 @@ void launch_backward(const Problem<T>& pb, const T* q, const T* k, const T* v, c
 // Whether any relative table's gradient is wanted (the entries pass runs).
 template <typename T>
 bool wants_entry_grads(const TableGrads<T>& g) {
-  return g[kQueryTable] || g[kBias] || g[kModulation] || g[kPositionalModulation] || g[kProbMask];
+  bool any = g[kQueryTable] != nullptr;
+  for (int kind = 0; kind < kTableCount; ++kind) any = any || (per_entry(kind) && g[kind]);
+  return any;
 }
 
 }  // namespace posgrad::fused_gpu

@@ -2,12 +2,9 @@
 // kernels (fused_gpu.cu launches one thread per part of a query row, key row or table entry)
 // and for the host (fused_gpu.cpp runs every "thread" in a loop on the CPU;
 // tests/attention/test_fused_gpu.cpp compares that with the reference), so that the arithmetic
-// is checked in every build, with or without a GPU. The formula is fused_kernels.h's:
-//   content(i, j)    = scale q_i . k_j + a_h . k_j
-//   positional(i, j) = q_i . T[h, r] + c[h, r]                          r = rel(i, j)
-//   s(i, j)          = G[h, r] (content + P[h, r] positional)           -inf for padded keys
-//   out_i            = sum_j e M v_j / (sum_j e M + 1e-8 sum_j e), e = exp(s - max_j s)
-//                      (sum_j e v_j / sum_j e without a mask M)
+// is checked in every build, with or without a GPU. The formula of a pair is fused_formula.h's,
+//   out_i = sum_j e M v_j / (sum_j e M + 1e-8 sum_j e), e = exp(s - max_j s)
+//           (sum_j e v_j / sum_j e without a mask M)
 // over the keys inside query i's offset box; with a mask per query row instead (row_prob_mask
 // [B, H, Nq, W], 1-D: M at window column c = W - 1 + j - x_i) over the keys of the row's support
 // only (its first to last non-zero column). Each pass gives a thread one part of one row's work
@@ -39,12 +36,14 @@
 #include <cmath>
 #include <cstdint>
 
+#include "attention/fused/fused_formula.h"
 #include "tensor/host_device.h"  // POSGRAD_HD
 
 namespace posgrad::fused_gpu {
 
+using namespace fused_formula;  // the kinds of table (TableIndex), the pair's formula
+
 constexpr int kMaxDims = 8;
-constexpr double kMaskEpsilon = 1e-8;  // the reference pipeline's renormalisation epsilon
 
 // Which keys each query sees, as plain numbers (fused_kernels.h's RowGeometry): keys on a grid of
 // key_size, queries on a grid of query_size whose first coordinate is query_first in the keys'
@@ -57,9 +56,6 @@ struct Geometry {
   // Relative entry of offset o: sum_d (o_d - relative_lo_d) rstride_d.
   int64_t relative_lo[kMaxDims] = {}, rstride[kMaxDims] = {};
 };
-
-// The kinds of table, in the order of attention_terms.h's kTableKinds (fused_attention.cpp checks).
-enum TableIndex : int { kKeyBias, kQueryTable, kBias, kPositionalModulation, kModulation, kProbMask, kRowProbMask, kTableCount };
 
 // One pointer per kind, null when absent (the formula's defaults: a = 0, T = 0, c = 0, G = 1, P = 1,
 // no M): a [H, Dh], T [H, Dh, R], c, G, P, M [H, R], the row mask [B, H, Nq, W] (1-D; not with M).
@@ -177,12 +173,6 @@ POSGRAD_HD BoxWalk queries_at_offset(const Geometry& g, const int64_t* offset) {
   return w;
 }
 
-// One (query, key) pair's terms: s and what its gradients need.
-template <typename T>
-struct Pair {
-  T content, positional, G, P, M, s;
-};
-
 template <typename T>
 POSGRAD_HD T dot(const T* a, const T* b, int64_t n) {
   T s = 0;
@@ -190,23 +180,28 @@ POSGRAD_HD T dot(const T* a, const T* b, int64_t n) {
   return s;
 }
 
-// The pair of query row qi and key row kj (head h, relative entry r; r unused without tables).
+// The pair of query row qi and key row kj (head h, relative entry r; r unused without tables) as
+// fused_formula.h's accessor reads it.
 template <typename T>
-POSGRAD_HD Pair<T> pair_terms(const Problem<T>& pb, int64_t h, const T* qi, const T* kj, int64_t r) {
-  const Tables<T>& t = pb.tables;
-  const int64_t Dh = pb.Dh, R = pb.R;
-  T qt = 0;  // q_i . T[h, r]: the table is [H, Dh, R], so a stride of R
-  if (t[kQueryTable])
-    for (int64_t d = 0; d < Dh; ++d) qt += qi[d] * t[kQueryTable][(h * Dh + d) * R + r];
-  Pair<T> p;
-  p.content = pb.scale * dot(qi, kj, Dh) + (t[kKeyBias] ? dot(t[kKeyBias] + h * Dh, kj, Dh) : T(0));
-  p.positional = qt + (t[kBias] ? t[kBias][h * R + r] : T(0));
-  p.G = t[kModulation] ? t[kModulation][h * R + r] : T(1);
-  p.P = t[kPositionalModulation] ? t[kPositionalModulation][h * R + r] : T(1);
-  p.M = t[kProbMask] ? t[kProbMask][h * R + r] : T(1);
-  p.s = p.G * (p.content + p.P * p.positional);
-  return p;
-}
+struct PairAt {
+  const Problem<T>& pb;
+  int64_t h, r;
+  const T *qi, *kj;
+  POSGRAD_HD T content() const {
+    const T* a = pb.tables[kKeyBias];
+    return pb.scale * dot(qi, kj, pb.Dh) + (a ? dot(a + h * pb.Dh, kj, pb.Dh) : T(0));
+  }
+  POSGRAD_HD T query_dots(T qt) const {  // the table is [H, Dh, R]: a stride of R
+    const T* t = pb.tables[kQueryTable];
+    if (t)
+      for (int64_t d = 0; d < pb.Dh; ++d) qt += qi[d] * t[(h * pb.Dh + d) * pb.R + r];
+    return qt;
+  }
+  POSGRAD_HD T entry(int kind, int absent) const {
+    const T* t = pb.tables[kind];
+    return t ? t[h * pb.R + r] : T(absent);
+  }
+};
 
 // Whether the probabilities are masked (prob_mask or row_prob_mask): out's denominator has the
 // 1e-8 term.
@@ -298,16 +293,17 @@ struct RowSums {
   T m, sum_e, sum_em;
   T* acc;  // [Dh]: sum of e M v_j
   POSGRAD_HD void operator()(int64_t j, int64_t r) {
-    const Pair<T> p = pair_terms(pb, h, qi, k + j * pb.Dh, r);
-    if (p.s > m) {
-      const T scale = m == -infinity<T>() ? T(0) : std::exp(m - p.s);
+    const PairAt<T> at{pb, h, r, qi, k + j * pb.Dh};
+    const T s = pair_logit<T>(at).s;
+    if (s > m) {
+      const T scale = m == -infinity<T>() ? T(0) : std::exp(m - s);
       sum_e *= scale;
       sum_em *= scale;
       for (int64_t d = 0; d < pb.Dh; ++d) acc[d] *= scale;
-      m = p.s;
+      m = s;
     }
-    const T M = row_mask ? row_mask[window_column(pb, i, j)] : p.M;
-    const T e = std::exp(p.s - m), w = e * M;
+    const T M = row_mask ? row_mask[window_column(pb, i, j)] : at.entry(kProbMask, 1);
+    const T e = std::exp(s - m), w = e * M;
     sum_e += e;
     sum_em += w;
     const T* vj = v + j * pb.Dh;
@@ -360,22 +356,24 @@ POSGRAD_HD void forward_merge(const Problem<T>& pb, int64_t row, int64_t parts, 
 
 // ------------------------------------------------------------------ backward
 
-// One pair's gradient terms, given lse_i, D_i and dout_i.
+// One pair's backward, given lse_i, D_i and dout_i: its logit recomputed, p = exp(s - lse_i),
+// dov = dout_i . v_j, its mask M and ds = d loss / d s.
 template <typename T>
 struct PairGrad {
-  Pair<T> pair;
-  T p, dp, ds;  // p = exp(s - lse), dp = dout_i . v_j, ds = dL/ds
+  PairAt<T> at;
+  PairLogit<T> logit;
+  T p, dov, M, ds;
 };
 // row_mask: the query row's W columns (or null), read at key j's column `column`.
 template <typename T>
 POSGRAD_HD PairGrad<T> pair_grad(const Problem<T>& pb, int64_t h, const T* qi, const T* kj, const T* vj, const T* douti,
                                  T lse_i, T D_i, int64_t r, const T* row_mask, int64_t column) {
-  PairGrad<T> g;
-  g.pair = pair_terms(pb, h, qi, kj, r);
-  if (row_mask) g.pair.M = row_mask[column];
-  g.p = std::exp(g.pair.s - lse_i);
-  g.dp = dot(douti, vj, pb.Dh);
-  g.ds = masked(pb) ? g.p * (g.pair.M * (g.dp - D_i) - static_cast<T>(kMaskEpsilon) * D_i) : g.p * (g.dp - D_i);
+  PairGrad<T> g{{pb, h, r, qi, kj}, {}, 0, 0, 0, 0};
+  g.logit = pair_logit<T>(g.at);
+  g.M = row_mask ? row_mask[column] : g.at.entry(kProbMask, 1);
+  g.p = std::exp(g.logit.s - lse_i);
+  g.dov = dot(douti, vj, pb.Dh);
+  g.ds = score_gradient(g.p, g.M, g.dov, D_i, masked(pb) ? static_cast<T>(kMaskEpsilon) : T(0));
   return g;
 }
 
@@ -405,11 +403,11 @@ struct RowGrad {
     const T* kj = k + j * Dh;
     const int64_t column = row_mask ? window_column(pb, i, j) : 0;
     const PairGrad<T> g = pair_grad(pb, h, qi, kj, v + j * Dh, douti, lse_i, D_i, r, row_mask, column);
-    if (d_row_mask) d_row_mask[column] = g.p * (g.dp - D_i);
-    const T dcontent = g.ds * g.pair.G, dpositional = dcontent * g.pair.P;
-    for (int64_t d = 0; d < Dh; ++d) dqi[d] += dcontent * pb.scale * kj[d];
-    if (pb.tables[kQueryTable])
-      for (int64_t d = 0; d < Dh; ++d) dqi[d] += dpositional * pb.tables[kQueryTable][(h * Dh + d) * pb.R + r];
+    if (d_row_mask) d_row_mask[column] = mask_gradient(g.p, g.dov, D_i);
+    const PairGradients<T> dg = pair_gradients(g.at, g.logit, g.ds);  // dq_i from the content and the query table
+    for (int64_t d = 0; d < Dh; ++d) dqi[d] += dg.content * pb.scale * kj[d];
+    if (const T* t = pb.tables[kQueryTable])
+      for (int64_t d = 0; d < Dh; ++d) dqi[d] += dg.positional * t[(h * Dh + d) * pb.R + r];
   }
 };
 
@@ -453,10 +451,10 @@ POSGRAD_HD void backward_key_part(const Problem<T>& pb, int64_t key, int64_t par
     if (row_mask && (column < support[2 * row] || column > support[2 * row + 1])) return;  // outside its support
     const T* qi = q + row * Dh;
     const PairGrad<T> pg = pair_grad(pb, h, qi, kj, vj, dout + row * Dh, lse[row], D[row], r, row_mask, column);
-    const T dcontent = pg.ds * pg.pair.G, weight = masked(pb) ? pg.p * pg.pair.M : pg.p;
+    const T dcontent = pair_gradients(pg.at, pg.logit, pg.ds).content;
     for (int64_t d = 0; d < Dh; ++d) {
       dkj[d] += dcontent * (pb.scale * qi[d] + (a ? a[d] : T(0)));
-      dvj[d] += weight * dout[row * Dh + d];
+      dvj[d] += pg.p * pg.M * dout[row * Dh + d];
     }
     share += dcontent;
   };
@@ -504,9 +502,10 @@ POSGRAD_HD void sum_parts(int64_t row, int64_t parts, int64_t width, const T* pa
   }
 }
 
-// The values a relative entry's part accumulates: [bias, modulation, positional modulation,
-// mask, query table (Dh)] (kEntryExtra + Dh values).
-constexpr int64_t kEntryExtra = 4;
+
+// The values a relative entry's part accumulates: one per kind of table (the per-entry kinds'
+// gradients; the others 0), then the query table's (Dh): kEntryExtra + Dh values.
+constexpr int64_t kEntryExtra = kTableCount;
 
 // Entry `entry` = h R + r of the relative tables, part `part` of `parts` of the (batch, query)
 // pairs whose key at that offset is on the grid, not padded, in the box and (with a row mask) in
@@ -546,12 +545,10 @@ POSGRAD_HD void backward_entry_part(const Problem<T>& pb, int64_t entry, int64_t
     const T* qi = q + row * Dh;
     const PairGrad<T> pg = pair_grad(pb, h, qi, k + (bh * pb.N + j) * Dh, v + (bh * pb.N + j) * Dh, dout + row * Dh,
                                      lse[row], D[row], r, row_mask, column);
-    const T dpositional = pg.ds * pg.pair.G * pg.pair.P;
-    partial[0] += dpositional;
-    partial[1] += pg.ds * (pg.pair.content + pg.pair.P * pg.pair.positional);
-    partial[2] += pg.ds * pg.pair.G * pg.pair.positional;
-    partial[3] += pg.p * (pg.dp - D[row]);
-    for (int64_t d = 0; d < Dh; ++d) partial[kEntryExtra + d] += dpositional * qi[d];
+    const PairGradients<T> dg = pair_gradients(pg.at, pg.logit, pg.ds);
+    for (int kind = 0; kind < kTableCount; ++kind)
+      if (per_entry(kind)) partial[kind] += kind == kProbMask ? mask_gradient(pg.p, pg.dov, D[row]) : dg.entry[kind];
+    for (int64_t d = 0; d < Dh; ++d) partial[kEntryExtra + d] += dg.positional * qi[d];
   }
 }
 
@@ -561,12 +558,12 @@ POSGRAD_HD void backward_entry_merge(const Problem<T>& pb, int64_t entry, int64_
                                      const TableGrads<T>& grads) {
   const int64_t h = entry / pb.R, r = entry % pb.R, Dh = pb.Dh, stride = kEntryExtra + Dh;
   const T* first = partials + entry * parts * stride;
-  T sums[kEntryExtra] = {0, 0, 0, 0};
-  for (int64_t p = 0; p < parts; ++p)
-    for (int64_t x = 0; x < kEntryExtra; ++x) sums[x] += first[p * stride + x];
-  const int kinds[kEntryExtra] = {kBias, kModulation, kPositionalModulation, kProbMask};
-  for (int64_t x = 0; x < kEntryExtra; ++x)
-    if (grads[kinds[x]]) grads[kinds[x]][entry] = sums[x];
+  for (int kind = 0; kind < kTableCount; ++kind) {
+    if (!per_entry(kind) || !grads[kind]) continue;
+    T sum = 0;
+    for (int64_t p = 0; p < parts; ++p) sum += first[p * stride + kind];
+    grads[kind][entry] = sum;
+  }
   if (grads[kQueryTable])
     for (int64_t d = 0; d < Dh; ++d) {
       T sum = 0;
