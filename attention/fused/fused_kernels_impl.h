@@ -496,8 +496,9 @@ struct RunTerms {
 
 // The gradients of one run of keys of one query, after its logits (segment_logits: s, content c,
 // positional p): the probabilities e = exp(s - lse), dout_i . v_j and every per-key term of
-// RunTerms in one pass over the keys (pair_gradients).
-template <typename T, class W>
+// RunTerms in one pass over the keys (pair_gradients). kTableGrads: some per-entry table or mask
+// has a gradient to add to (without, the loop leaves those terms out altogether).
+template <typename T, class W, bool kTableGrads>
 void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, const T* s, const T* c, const T* p,
                    const DimValues<T, W>& qi, const DimValues<T, W>& qs, const DimValues<T, W>& dout_i, T row_lse,
                    T D, T eps, const RunTerms<T>& out) {
@@ -516,11 +517,13 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
         pair_gradients<V>(at, {lanes.load(c + t), lanes.load(p + t), V{}}, score_gradient(e, mk, dov, D, eps));
     lanes.store(out.dc + t, d.content);
     lanes.store(out.dp + t, d.positional);
-    for_each_kind([&](auto kind) {
-      if constexpr (per_entry(kind))
-        if (T* grad = out.g[kind]) lanes.store(grad + t, lanes.load(grad + t) + d.entry[kind]);
-    });
-    if (out.g_mask) lanes.store(out.g_mask + t, lanes.load(out.g_mask + t) + mask_gradient(e, dov, D));
+    if constexpr (kTableGrads) {
+      for_each_kind([&](auto kind) {
+        if constexpr (per_entry(kind))
+          if (T* grad = out.g[kind]) lanes.store(grad + t, lanes.load(grad + t) + d.entry[kind]);
+      });
+      if (out.g_mask) lanes.store(out.g_mask + t, lanes.load(out.g_mask + t) + mask_gradient(e, dov, D));
+    }
   });
 }
 
@@ -924,8 +927,13 @@ class BackwardWorker {
         terms.g_mask = g_[kProbMask] + g.r0;
       segment_logits(dh_, hd_, P_, query, scaled_query, g, sc_.s.data(), sc_.c.data(), sc_.p.data(),
                      /*keep_terms=*/true);
-      run_gradients(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), query, scaled_query, dout_i,
-                    call_.lse[row], D, eps, terms);
+      const bool table_grads = terms.g_mask || std::any_of(terms.g.begin(), terms.g.end(), [](T* x) { return x; });
+      if (table_grads)
+        run_gradients<T, W, true>(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), query, scaled_query,
+                                  dout_i, call_.lse[row], D, eps, terms);
+      else
+        run_gradients<T, W, false>(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), query, scaled_query,
+                                   dout_i, call_.lse[row], D, eps, terms);
       // dq_i = sum_j dp T[r] + scale sum_j dc k_j (and the key bias's gradient sum_j dc k_j)
       if (const T* table = hd_.table[kQueryTable])
         RowDotSums<T>::add_both(dh_, dq_table_, terms.dp, table + g.r0, R, dq_content_, terms.dc,
