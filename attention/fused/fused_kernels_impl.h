@@ -352,7 +352,8 @@ struct Head {
   const T* vt;      // [Dh, N]
   const T* akey;    // [N] (a_h . k_j) or zeros
   // This head's rows of each kind of table (kernel_table_layout: [Dh], [R] or [Dh, R]); an absent
-  // table is null when it adds to the logits, ones when it multiplies or masks.
+  // table is ones when it multiplies or masks, zeros when it is an [H, R] table that adds, else
+  // null (the vector tables: their dots are skipped).
   std::array<const T*, kTableKindCount> table;
   // row_prob_mask: this (batch, head)'s rows [Nq, W], or null (not in `table`: it is per row).
   const T* row_mask;
@@ -364,7 +365,7 @@ struct Head {
 // constant tables.
 template <typename T>
 struct Prepared {
-  Tensor kt, vt, akey, ones;  // [BH, Dh, N], [BH, Dh, N], [BH, N], [max(R, N)]
+  Tensor kt, vt, akey, ones, zeros;  // [BH, Dh, N], [BH, Dh, N], [BH, N], [max(R, N)], [max(R, N)]
   Prepared(const Problem& P, const Tables<T>& tables, const T* k, const T* v) {
     const int64_t BH = P.B * P.H, N = P.N, Dh = P.Dh;
     const DType dt = dtype_of<T>();
@@ -372,6 +373,7 @@ struct Prepared {
     vt = Tensor::empty({BH, Dh, N}, dt);
     akey = Tensor::zeros({BH, N}, dt);
     ones = Tensor::full({std::max<int64_t>({P.R, N, 1})}, 1.0, dt);
+    zeros = Tensor::zeros({std::max<int64_t>({P.R, N, 1})}, dt);
     T* ktp = kt.data<T>();
     T* vtp = vt.data<T>();
     T* ap = akey.data<T>();
@@ -407,7 +409,8 @@ struct Prepared {
       const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, Dh, R);
       const T* table = tables.of[kind];
       if (table) hd.table[kind] = table + (layout.relative ? th : h) * layout.rows * layout.entries;
-      else hd.table[kind] = kTableKinds[kind].merge == TableMerge::Add ? nullptr : one;
+      else if (kTableKinds[kind].merge != TableMerge::Add) hd.table[kind] = one;
+      else hd.table[kind] = per_entry(static_cast<int>(kind)) ? zeros.data<T>() : nullptr;
     }
     hd.table[kRowProbMask] = nullptr;
     hd.row_mask = tables.of[kRowProbMask] ? tables.of[kRowProbMask] + bh * P.Nq * P.W : nullptr;
@@ -418,7 +421,7 @@ struct Prepared {
 };
 
 // What a run of keys reads, from its first key or entry: k transposed, the key-bias dots, each
-// table (null when absent).
+// table (an absent one as Head has it).
 template <typename T>
 struct RunTables {
   const T *kt, *akey;
@@ -450,9 +453,8 @@ struct RunAt {
       for (int64_t d = 0; d < dh(); ++d) p += qi[d] * lanes.load(table + d * P.R + t);
     return p;
   }
-  V entry(int kind, int absent) const {
-    const T* table = run.table[kind];
-    return table ? lanes.load(table + t) : Lanes<T>::splat(T(absent));
+  V entry(int kind, int /*absent*/) const {  // an absent [H, R] table is a row of its absent value (Head)
+    return lanes.load(run.table[kind] + t);
   }
 };
 
