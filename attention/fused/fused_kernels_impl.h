@@ -916,6 +916,8 @@ class BackwardWorker {
     T* dp = g_[kQueryTable] ? block_dp_.data() + slot * R : nullptr;
     const bool masked = call_.tables.of[kProbMask] || call_.tables.of[kRowProbMask];
     const T eps = masked ? static_cast<T>(kMaskEpsilon) : T(0);
+    bool table_grads = g_[kRowProbMask] != nullptr;  // run_gradients' variant: some table or mask gradient wanted
+    for (size_t kind = 0; kind < kTableKindCount; ++kind) table_grads = table_grads || (per_entry(kind) && g_[kind]);
     for (size_t n = 0; n < segs_[slot].size(); ++n) {
       const Segment& g = segs_[slot][n];
       RunTerms<T> terms{run_mask(hd_, P_, i, g), pm + g.j0, dc + g.j0, dp ? dp + g.r0 : dp_scratch_.data(), {}, nullptr};
@@ -929,7 +931,6 @@ class BackwardWorker {
         terms.g_mask = g_[kProbMask] + g.r0;
       segment_logits(dh_, hd_, P_, query, scaled_query, g, sc_.s.data(), sc_.c.data(), sc_.p.data(),
                      /*keep_terms=*/true);
-      const bool table_grads = terms.g_mask || std::any_of(terms.g.begin(), terms.g.end(), [](T* x) { return x; });
       if (table_grads)
         run_gradients<T, W, true>(dh_, hd_, P_, g, sc_.s.data(), sc_.c.data(), sc_.p.data(), query, scaled_query,
                                   dout_i, call_.lse[row], D, eps, terms);

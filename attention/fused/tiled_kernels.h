@@ -18,7 +18,8 @@
 //             out = (E V_band) / rowsum(E) (one GEMM), and lse = m + log rowsum(E) kept per row, as
 //             the row kernels do;
 //   backward  per block: S again and P = exp(S - lse), dP = dO V_band^T, dS = P (dP - D) with
-//             D_i = dout_i . out_i, the tables' gradients along the runs and dS made the content's (pair_gradients), then
+//             D_i = dout_i . out_i, the tables' gradients along the runs and dS made the
+//             content's gradient (pair_gradients), then
 //             dQ = scale dS K_band, dK_band += scale dS^T Q, dV_band += P^T dO (four GEMMs); dK,
 //             dV and the tables' gradients summed in per-thread copies at the end.
 // A band computes keys outside some of its queries' boxes (masked): the plan takes the tiled
