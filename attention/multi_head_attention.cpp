@@ -149,8 +149,12 @@ Variable MultiHeadAttention::attend(const Variable& q, const Variable& k, const 
   last_probs_ = Tensor();
   if (choose_attention_path(path_, blocker, "MultiHeadAttention") == AttentionPath::Fused) {
     last_fused_on_cpu_ = device.is_cpu();
+    // The probabilities for figures, on request: the reference's, of the same values.
     last_fused_probs_ = [qv = q.value(), kv = k.value(), vv = v.value(), values = detached(terms), spec]() {
-      return fused_attention_probs(qv, kv, vv, values, spec);
+      NoGradGuard no_grad;
+      Tensor probs;
+      reference_attention(Variable(qv), Variable(kv), Variable(vv), values, spec, &probs);
+      return probs;
     };
     return fused_attention(q, k, v, terms, spec);
   }

@@ -107,8 +107,8 @@ class MultiHeadAttention : public Module {
   // every key.
   std::optional<OffsetBox> key_box(const PositionPair& positions, bool causal,
                                    const std::optional<OffsetBox>& window = std::nullopt) const;
-  // Probabilities of the last forward [B, H, Nq, Nk] (for figures). After a fused forward they are
-  // computed on first request from the forward's saved q, k, v and tables.
+  // Probabilities of the last forward [B, H, Nq, Nk] (for figures). After a fused forward the
+  // reference computes them on first request from the forward's saved q, k, v and tables.
   const Tensor& last_probs() const;
   // Whether the last forward ran on the fused path.
   bool last_forward_fused() const { return static_cast<bool>(last_fused_probs_); }

@@ -188,14 +188,11 @@ struct Call {
   Tensor q, k, v, out, lse;  // out [B, H, Nq, Dh], lse [B, H, Nq]
 };
 
-// The CPU kernels' forward into c.out and c.lse, and the probabilities [B, H, Nq, N] into
-// dense_probs when given (zeroed: rows without keys stay 0).
-void cpu_forward(const Call& c, Tensor* dense_probs) {
-  const Problem& P = c.setup.problem;
-  if (dense_probs) *dense_probs = Tensor::zeros({P.B, P.H, P.Nq, P.N}, c.q.dtype());
+// The CPU kernels' forward into c.out and c.lse.
+void cpu_forward(const Call& c) {
   dispatch_float(c.q.dtype(), "fused attention", [&]<typename T>() {
-    fused_detail::forward<T>(P, table_pointers<T>(c.tables), c.q.data<T>(), c.k.data<T>(), c.v.data<T>(),
-                             c.out.data<T>(), c.lse.data<T>(), dense_probs ? dense_probs->data<T>() : nullptr);
+    fused_detail::forward<T>(c.setup.problem, table_pointers<T>(c.tables), c.q.data<T>(), c.k.data<T>(),
+                             c.v.data<T>(), c.out.data<T>(), c.lse.data<T>());
   });
 }
 
@@ -300,7 +297,7 @@ Variable fused_op(const Variable& q, const Variable& k, const Variable& v, const
   const Call c = make_call(q.value(), k.value(), v.value(), terms, spec, kt);
   const auto [inputs, table_slot] = op_inputs(q, k, v, kt);
   if (gpu) gpu_forward(c, *gpu);
-  else cpu_forward(c, nullptr);
+  else cpu_forward(c);
   return record("fused_attention", c.out, inputs, [c, table_slot, gpu](const Tensor& g, const std::vector<bool>& needs) {
     const Tensor gc = g.contiguous();
     Tensor dq = Tensor::empty_like(c.q), dk = Tensor::empty_like(c.k), dv = Tensor::empty_like(c.v);
@@ -319,24 +316,6 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
   const Device device = q.value().device();
   if (device.is_cuda()) return fused_op(q, k, v, terms, spec, fused_gpu::Where{false, device.index, 0});
   return fused_op(q, k, v, terms, spec, std::nullopt);
-}
-
-Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
-                             const AttentionSpec& spec) {
-  NoGradGuard no_grad;
-  check_call(Variable(q), Variable(k), Variable(v), terms);
-  if (!q.device().is_cpu()) {  // figures only: the CPU kernels on copies, the probabilities back on the GPU
-    AttentionTerms on_cpu = terms;
-    for (const TableKind& kind : kTableKinds)
-      if (const Variable& t = terms.*kind.member; t.defined()) on_cpu.*kind.member = Variable(t.value().to(kCPU));
-    AttentionSpec spec_on_cpu = spec;
-    if (spec.key_padding.defined()) spec_on_cpu.key_padding = spec.key_padding.to(kCPU);
-    return fused_attention_probs(q.to(kCPU), k.to(kCPU), v.to(kCPU), on_cpu, spec_on_cpu).to(q.device());
-  }
-  KernelTables kt;
-  Tensor probs;
-  cpu_forward(make_call(q, k, v, terms, spec, kt), &probs);
-  return probs;
 }
 
 Variable fused_attention_gpu_emulation(const Variable& q, const Variable& k, const Variable& v,

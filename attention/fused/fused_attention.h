@@ -28,11 +28,6 @@ namespace posgrad {
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const AttentionTerms& terms,
                          const AttentionSpec& spec);
 
-// The final probabilities of the same computation as dense [B, H, Nq, N] (no gradient; O(N^2)
-// memory, for figures and tests only).
-Tensor fused_attention_probs(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionTerms& terms,
-                             const AttentionSpec& spec);
-
 // The GPU kernels' arithmetic (fused/gpu/fused_gpu_math.h), one GPU thread after another on the
 // CPU, for CPU tensors, every row split into `parts` parts (each thread's slice, then the merges):
 // how the tests check the GPU kernels on a machine without a GPU. Slow; not a path any layer takes.

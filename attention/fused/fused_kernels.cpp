@@ -13,15 +13,14 @@
 namespace posgrad::fused_detail {
 
 template <typename T>
-void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
-             T* dense_probs) {
-  if (!dense_probs && tiled::takes(P, tables))
+void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse) {
+  if (tiled::takes(P, tables))
     if (const tiled::Plan plan(P, sizeof(T)); plan.pays()) return tiled::forward<T>(P, plan, tables, q, k, v, out, lse);
   if (use_column_tables(P)) {
     const ColumnTables<T> column(P, tables);
-    return row_kernels::forward<T>(column.problem(), column.tables(), q, k, v, out, lse, dense_probs);
+    return row_kernels::forward<T>(column.problem(), column.tables(), q, k, v, out, lse);
   }
-  row_kernels::forward<T>(P, tables, q, k, v, out, lse, dense_probs);
+  row_kernels::forward<T>(P, tables, q, k, v, out, lse);
 }
 
 template <typename T>
@@ -39,9 +38,9 @@ void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k,
 }
 
 template void forward<float>(const Problem&, const Tables<float>&, const float*, const float*, const float*, float*,
-                             float*, float*);
+                             float*);
 template void forward<double>(const Problem&, const Tables<double>&, const double*, const double*, const double*,
-                              double*, double*, double*);
+                              double*, double*);
 template void backward<float>(const Problem&, const Tables<float>&, const float*, const float*, const float*,
                               const float*, const float*, const float*, const Grads<float>&);
 template void backward<double>(const Problem&, const Tables<double>&, const double*, const double*, const double*,

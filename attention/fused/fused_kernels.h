@@ -151,11 +151,9 @@ inline void clip_to_support(int64_t& j0, int64_t& r0, int64_t& len, int64_t quer
 }
 
 // q [B, H, Nq, Dh], k, v [B, H, N, Dh] contiguous -> out [B, H, Nq, Dh], lse [B, H, Nq] (+inf for
-// a row that sees no key: its output is 0). `dense_probs` (nullable, zeroed by the caller)
-// receives the final probabilities [B, H, Nq, N] (for figures; O(N^2), only on request).
+// a row that sees no key: its output is 0).
 template <typename T>
-void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
-             T* dense_probs);
+void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse);
 
 // Gradients for dout [B, H, Nq, Dh]; out and lse from forward (dq [B, H, Nq, Dh], dk, dv [B, H, N, Dh]). Fills every non-null pointer of
 // `grads` (overwrites, does not add).

@@ -277,10 +277,10 @@ class RowDotSums {
     part.store();
   }
   // add() with the weights w[t] = exp(s[t] - m), times mask[t] when kMasked, computed on the way
-  // (the forward's e . v without a pass to store e and one to read it back); e gets them when not
-  // null. Their sums: weight_sum() without the mask, masked_sum() with it.
+  // (the forward's e . v without a pass to store e and one to read it back). Their sums:
+  // weight_sum() without the mask, masked_sum() with it.
   template <bool kMasked, class W>
-  void add_exp(W dh, const T* s, T m, const T* mask, T* e, const T* rows, int64_t stride, int64_t len) {
+  void add_exp(W dh, const T* s, T m, const T* mask, const T* rows, int64_t stride, int64_t len) {
     DimAccumulators<Vec, W> part(dh, part_.data());
     Vec z = weight_sum_, zm = masked_sum_;
     for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
@@ -288,7 +288,6 @@ class RowDotSums {
       Vec wt = L::exp(lanes.load(s + t, -std::numeric_limits<T>::infinity()) - m);
       z += wt;
       if constexpr (kMasked) zm += (wt *= lanes.load(mask + t));
-      if (e) lanes.store(e + t, wt);
       for (int64_t d = 0; d < dh(); ++d) part[d] += wt * lanes.load(rows + d * stride + t);
     });
     part.store();
@@ -592,9 +591,9 @@ const T* run_mask(const Head<T>& hd, const Problem& P, int64_t i, const Segment&
 
 template <typename T>
 struct Scratch {
-  std::vector<T> s, c, p, e, qs, acc;
+  std::vector<T> s, c, p, qs, acc;
   RowDotSums<T> ev;  // the forward's sum_j e_j v_j
-  Scratch(int64_t keys, int64_t Dh) : s(keys), c(keys), p(keys), e(keys), qs(Dh), acc(Dh), ev(Dh) {}
+  Scratch(int64_t keys, int64_t Dh) : s(keys), c(keys), p(keys), qs(Dh), acc(Dh), ev(Dh) {}
 };
 
 // The most keys any query of `geo` sees (the size of a row buffer).
@@ -609,7 +608,7 @@ int64_t max_row_keys(const RowGeometry& geo) {
 // forward() for a head width dh (with_head_width).
 template <typename T, class W>
 void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out,
-                        T* lse, T* dense_probs) {
+                        T* lse) {
   const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, Dh = P.Dh;
   const Prepared<T> prep(P, tables, k, v);
   const bool masked = tables.of[kProbMask] != nullptr || tables.of[kRowProbMask] != nullptr;
@@ -645,15 +644,14 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
           lse[bh * Nq + i] = std::numeric_limits<T>::infinity();
           continue;
         }
-        // e = exp(s - m) M computed inside the e . v pass (kept only for dense_probs); the
-        // denominator sum e M + 1e-8 sum exp(s - m) over the whole row, or sum e without a mask.
+        // e = exp(s - m) M computed inside the e . v pass; the denominator sum e M + 1e-8 sum
+        // exp(s - m) over the whole row, or sum e without a mask.
         off = 0;
         for (const Segment& g : segs) {
-          T* e = dense_probs ? sc.e.data() + off : nullptr;
           if (masked)
-            sc.ev.template add_exp<true>(dh, sc.s.data() + off, m, run_mask(hd, P, i, g), e, hd.vt + g.j0, N, g.len);
+            sc.ev.template add_exp<true>(dh, sc.s.data() + off, m, run_mask(hd, P, i, g), hd.vt + g.j0, N, g.len);
           else
-            sc.ev.template add_exp<false>(dh, sc.s.data() + off, m, nullptr, e, hd.vt + g.j0, N, g.len);
+            sc.ev.template add_exp<false>(dh, sc.s.data() + off, m, nullptr, hd.vt + g.j0, N, g.len);
           off += g.len;
         }
         const T Z = sc.ev.weight_sum();
@@ -661,14 +659,6 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
         sc.ev.finish(sc.acc.data());
         for (int64_t d = 0; d < Dh; ++d) oi[d] = sc.acc[d] / denom;
         lse[bh * Nq + i] = m + std::log(denom);
-        if (dense_probs) {
-          T* row = dense_probs + (bh * Nq + i) * N;  // zeroed by the caller
-          off = 0;
-          for (const Segment& g : segs) {
-            for (int64_t t = 0; t < g.len; ++t) row[g.j0 + t] = sc.e[off + t] / denom;
-            off += g.len;
-          }
-        }
       }
     }
   }
@@ -1026,9 +1016,8 @@ void backward_with_width(W dh, const Problem& P, const Tables<T>& tables, const 
 }  // namespace
 
 template <typename T>
-void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse,
-             T* dense_probs) {
-  with_head_width(P.Dh, [&](auto dh) { forward_with_width(dh, P, tables, q, k, v, out, lse, dense_probs); });
+void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse) {
+  with_head_width(P.Dh, [&](auto dh) { forward_with_width(dh, P, tables, q, k, v, out, lse); });
 }
 
 template <typename T>

@@ -30,8 +30,7 @@
 // [B, H, N, N]. Blocks run in parallel (OpenMP), each GEMM on its own thread.
 // The row kernels (fused_kernels_impl.h) stay the reference of this file: the fused tests compare
 // both with the dense reference.
-// Deliberately not here: query tables, key biases, masks, row masks, the probabilities for
-// figures (the row kernels do those).
+// Deliberately not here: query tables, key biases, masks, row masks (the row kernels do those).
 // Shapes: letters of shape_legend.h; Bq queries per block, L keys per band.
 #pragma once
 
@@ -345,8 +344,7 @@ T exp_row(T* s, int64_t L, T shift) {
 
 }  // namespace detail
 
-// The row kernels' forward (fused_kernels.h) for a call it takes and whose plan pays;
-// dense_probs is not supported (the caller routes it to the row kernels).
+// The row kernels' forward (fused_kernels.h) for a call it takes and whose plan pays.
 template <typename T>
 void forward(const Problem& P, const Plan& plan, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out,
              T* lse) {

@@ -239,9 +239,9 @@ BOOST_DATA_TEST_CASE(fused_matches_reference_for_memory_and_cross_attention, bda
       }
 }
 
-// The probabilities a fused forward reports (computed on request) are the reference's.
-// With a mask (adaptive span) and without (the forward's e computed inside its e . v pass), at
-// Dh 4 and 8 (Dh read at run time and compiled as a constant).
+// The probabilities a fused forward reports (the reference's, computed on request from the
+// forward's saved inputs and tables) are those of a reference forward, with a mask (adaptive
+// span) and without.
 BOOST_AUTO_TEST_CASE(fused_probabilities_match_reference) {
   const std::vector<FusedCase> cases = {
       {"siren+adaptive", {{"siren", {{"hidden", "8"}}}, {"adaptive_span", {{"max_span", "5"}, {"ramp", "2"}, {"init", "0.3"}}}}, {9}, false},
@@ -258,6 +258,7 @@ BOOST_AUTO_TEST_CASE(fused_probabilities_match_reference) {
       const Tensor ref = mha->last_probs();
       mha->set_path(AttentionPath::Fused);
       mha->forward(Variable(x), {}, &pos);
+      BOOST_TEST(mha->last_forward_fused());
       const Tensor fused = mha->last_probs();
       BOOST_TEST(max_abs_diff(ref, fused) < 1e-12, c.label << " D=" << D);
       BOOST_TEST((mha->last_probs().shape() == Shape{2, 2, 9, 9}));

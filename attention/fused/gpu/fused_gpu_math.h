@@ -25,7 +25,7 @@
 // (head, d) from per-key shares), so no pass needs atomics, and with parts = 1 every row is
 // summed in one thread in key order.
 // Deliberately not here: CUDA itself (fused_gpu.cu), argument checks and table layouts
-// (fused_attention.cpp), column tables (a CPU layout), probabilities for figures.
+// (fused_attention.cpp), column tables (a CPU layout).
 // Plain C++17 with POSGRAD_HD (tensor/host_device.h) on each function: nvcc compiles it as CUDA
 // C++17, g++ as C++20.
 // Shapes: letters of shape_legend.h; q, out, dq [B, H, Nq, Dh], k, v, dk, dv [B, H, N, Dh],
