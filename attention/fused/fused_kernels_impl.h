@@ -164,9 +164,11 @@ struct FirstLanes : Lanes<T> {
 };
 
 // Runs step(lanes, t) over t = 0, kCount, 2 kCount, ... < len: whole vectors (Lanes<T>), then the
-// last len % kCount keys as one FirstLanes<T> step.
+// last len % kCount keys as one FirstLanes<T> step. Always inlined: called as a function, the
+// step's captures are memory its stores might change, reloaded at every step (the logits' loop
+// ran 1.8 times the instructions).
 template <typename T, class Step>
-void for_each_vector(int64_t len, const Step& step) {
+[[gnu::always_inline]] inline void for_each_vector(int64_t len, const Step& step) {
   constexpr int W = Lanes<T>::kCount;
   int64_t t = 0;
   for (; t + W <= len; t += W) step(Lanes<T>{}, t);
@@ -419,13 +421,17 @@ struct Prepared {
   }
 };
 
-// What a run of keys reads, from its first key or entry: k transposed, the key-bias dots, each
-// table (an absent one as Head has it).
+// What a run of keys reads, from its first key or entry: k transposed (rows N apart), the
+// key-bias dots, each table (an absent one as Head has it; the query table's rows R apart). A
+// local of each key loop: a store to the loop's outputs cannot change it, so the compiler keeps it
+// in registers instead of reloading it at every vector step.
 template <typename T>
 struct RunTables {
   const T *kt, *akey;
   std::array<const T*, kTableKindCount> table;
-  RunTables(const Head<T>& hd, const Segment& g) : kt(hd.kt + g.j0), akey(hd.akey + g.j0) {
+  int64_t N, R;
+  RunTables(const Head<T>& hd, const Problem& P, const Segment& g)
+      : kt(hd.kt + g.j0), akey(hd.akey + g.j0), N(P.N), R(P.R) {
     for (size_t kind = 0; kind < kTableKindCount; ++kind) table[kind] = hd.table[kind] ? hd.table[kind] + g.r0 : nullptr;
   }
 };
@@ -439,17 +445,16 @@ struct RunAt {
   int64_t t;
   W dh;
   const RunTables<T>& run;
-  const Problem& P;
   const DimValues<T, W>& qi;
   const DimValues<T, W>& qs;
   V content() const {  // a . k_j is the head's precomputed akey (zeros without a key bias)
     V c = lanes.load(run.akey + t);
-    for (int64_t d = 0; d < dh(); ++d) c += qs[d] * lanes.load(run.kt + d * P.N + t);
+    for (int64_t d = 0; d < dh(); ++d) c += qs[d] * lanes.load(run.kt + d * run.N + t);
     return c;
   }
   V query_dots(V p) const {
     if (const T* table = run.table[kQueryTable])
-      for (int64_t d = 0; d < dh(); ++d) p += qi[d] * lanes.load(table + d * P.R + t);
+      for (int64_t d = 0; d < dh(); ++d) p += qi[d] * lanes.load(table + d * run.R + t);
     return p;
   }
   V entry(int kind, int /*absent*/) const {  // an absent [H, R] table is a row of its absent value (Head)
@@ -459,15 +464,18 @@ struct RunAt {
 
 // The logits of one run of keys (pair_logit; + the logit offset, -inf at padded keys), with the
 // content c and the positional term p also stored in c and p when keep_terms (the backward needs
-// them, the forward only s). qs = scale q_i.
+// them, the forward only s). qs = scale q_i. Everything the loop reads is copied into locals
+// first (RunTables).
 template <typename T, class W>
-void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T, W>& qi, const DimValues<T, W>& qs,
-                    const Segment& g, T* __restrict s, T* __restrict c, T* __restrict p, bool keep_terms) {
+void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T, W>& query,
+                    const DimValues<T, W>& scaled_query, const Segment& g, T* __restrict s, T* __restrict c,
+                    T* __restrict p, bool keep_terms) {
   const T* offset = hd.offset ? hd.offset + g.r0 : nullptr;
-  const RunTables<T> run(hd, g);
+  const RunTables<T> run(hd, P, g);
+  const DimValues<T, W> qi = query, qs = scaled_query;
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
-    const RunAt<T, W, std::decay_t<decltype(lanes)>> at{lanes, t, dh, run, P, qi, qs};
+    const RunAt<T, W, std::decay_t<decltype(lanes)>> at{lanes, t, dh, run, qi, qs};
     const PairLogit<V> l = pair_logit<V>(at);
     if (keep_terms) {
       lanes.store(c + t, l.content);
@@ -501,11 +509,13 @@ struct RunTerms {
 // has a gradient to add to (without, the loop leaves those terms out altogether).
 template <typename T, class W, bool kTableGrads>
 void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, const T* s, const T* c, const T* p,
-                   const DimValues<T, W>& qi, const DimValues<T, W>& qs, const DimValues<T, W>& dout_i, T row_lse,
-                   T D, T eps, const RunTerms<T>& out) {
+                   const DimValues<T, W>& query, const DimValues<T, W>& scaled_query, const DimValues<T, W>& dout,
+                   T row_lse, T D, T eps, const RunTerms<T>& terms) {
   const int64_t N = P.N;
   const T* vt = hd.vt + g.j0;
-  const RunTables<T> run(hd, g);
+  const RunTables<T> run(hd, P, g);  // locals, as segment_logits
+  const DimValues<T, W> qi = query, qs = scaled_query, dout_i = dout;
+  const RunTerms<T> out = terms;
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
     using L = std::decay_t<decltype(lanes)>;
@@ -513,7 +523,7 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
     for (int64_t d = 0; d < dh(); ++d) dov += dout_i[d] * lanes.load(vt + d * N + t);
     const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse), mk = lanes.load(out.mask + t);
     lanes.store(out.pm + t, e * mk);
-    const RunAt<T, W, L> at{lanes, t, dh, run, P, qi, qs};
+    const RunAt<T, W, L> at{lanes, t, dh, run, qi, qs};
     const PairGradients<V> d =
         pair_gradients<V>(at, {lanes.load(c + t), lanes.load(p + t), V{}}, score_gradient(e, mk, dov, D, eps));
     lanes.store(out.dc + t, d.content);
