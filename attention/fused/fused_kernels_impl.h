@@ -35,7 +35,7 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#if (defined(__AVX512F__) && defined(__AVX512VL__)) || defined(__AVX2__)
 #include <immintrin.h>  // FirstLanes' masked loads and stores
 #endif
 
@@ -123,13 +123,28 @@ struct Lanes {
 // step instead of one scalar step per key (a 2-D grid row of 21 to 31 keys would otherwise spend
 // more steps on its tail than on its body). Loads put `fill` in the other lanes and read no memory
 // there; stores leave the memory there untouched. AVX-512 masked moves where the compiler
-// targets AVX-512VL, element loops elsewhere. The vector-step code calls the same names on a
-// Lanes<T> (whole vectors, static) or on a FirstLanes<T> (these).
+// targets AVX-512VL, AVX2's (vmaskmov, a blend for the fill) where it targets AVX2, element loops
+// elsewhere (GCC turns those into a call to memcpy per load: on AVX2 a 2-D box of 11 x 11 keys
+// at Dh 8 took longer than the whole 32 x 32 grid before the AVX2 moves). The vector-step code
+// calls the same names on a Lanes<T> (whole vectors, static) or on a FirstLanes<T> (these).
 template <typename T>
 struct FirstLanes : Lanes<T> {
   using Vec = typename Lanes<T>::Vec;
   using Lanes<T>::kCount;
   int n;  // 0 < n < kCount
+#if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512VL__))
+  static constexpr bool kAvx2Moves = sizeof(Vec) == 32;
+  __m256i mask;  // lane l: all ones for l < n (its element's width)
+  explicit FirstLanes(int count) : n(count) {
+    if constexpr (std::is_same_v<T, float>)
+      mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    else
+      mask = _mm256_cmpgt_epi64(_mm256_set1_epi64x(count), _mm256_setr_epi64x(0, 1, 2, 3));
+  }
+#else
+  static constexpr bool kAvx2Moves = false;
+  explicit FirstLanes(int count) : n(count) {}
+#endif
 
   Vec load(const T* p, T fill = T(0)) const {
 #if defined(__AVX512F__) && defined(__AVX512VL__)
@@ -142,6 +157,11 @@ struct FirstLanes : Lanes<T> {
       return (Vec)_mm512_mask_loadu_pd(_mm512_set1_pd(fill), static_cast<__mmask8>(k), p);
     else if constexpr (std::is_same_v<T, double> && sizeof(Vec) == 32)
       return (Vec)_mm256_mask_loadu_pd(_mm256_set1_pd(fill), static_cast<__mmask8>(k), p);
+#elif defined(__AVX2__)
+    if constexpr (kAvx2Moves && std::is_same_v<T, float>)
+      return (Vec)_mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, mask), _mm256_castsi256_ps(mask));
+    else if constexpr (kAvx2Moves && std::is_same_v<T, double>)
+      return (Vec)_mm256_blendv_pd(_mm256_set1_pd(fill), _mm256_maskload_pd(p, mask), _mm256_castsi256_pd(mask));
 #endif
     Vec x = Lanes<T>::splat(fill);
     for (int l = 0; l < n; ++l) x[l] = p[l];
@@ -158,6 +178,11 @@ struct FirstLanes : Lanes<T> {
       return _mm512_mask_storeu_pd(p, static_cast<__mmask8>(k), (__m512d)x);
     else if constexpr (std::is_same_v<T, double> && sizeof(Vec) == 32)
       return _mm256_mask_storeu_pd(p, static_cast<__mmask8>(k), (__m256d)x);
+#elif defined(__AVX2__)
+    if constexpr (kAvx2Moves && std::is_same_v<T, float>)
+      return _mm256_maskstore_ps(p, mask, (__m256)x);
+    else if constexpr (kAvx2Moves && std::is_same_v<T, double>)
+      return _mm256_maskstore_pd(p, mask, (__m256d)x);
 #endif
     for (int l = 0; l < n; ++l) p[l] = x[l];
   }
@@ -173,9 +198,7 @@ template <typename T, class Step>
   int64_t t = 0;
   for (; t + W <= len; t += W) step(Lanes<T>{}, t);
   if (t < len) {
-    FirstLanes<T> first;
-    first.n = static_cast<int>(len - t);
-    step(first, t);
+    step(FirstLanes<T>(static_cast<int>(len - t)), t);
   }
 }
 
@@ -896,7 +919,9 @@ class BackwardWorker {
   // Phase A for the query of `slot`: its logits and probabilities recomputed run by run, their
   // gradient, the per-entry table gradients and dq_i; e M, d content and d positional are left in
   // the block's buffers for phase B (zero inside the block's unions where the query has no key).
-  void row_gradients(int slot) {
+  // Not inlined: inside the per-head code GCC allocates the key loops' registers worse (the
+  // logits' loop 59 instructions a step against 49, with 8 broadcasts no longer hoisted).
+  [[gnu::noinline]] void row_gradients(int slot) {
     const int64_t i = slot_query_[slot], row = bh_ * P_.Nq + i, N = P_.N, R = P_.R;
     const T* qi = hd_.q + i * Dh_;
     const T* doi = call_.dout + row * Dh_;
