@@ -124,9 +124,9 @@ struct Lanes {
 // more steps on its tail than on its body). Loads put `fill` in the other lanes and read no memory
 // there; stores leave the memory there untouched. AVX-512 masked moves where the compiler
 // targets AVX-512VL, AVX2's (vmaskmov, a blend for the fill) where it targets AVX2, element loops
-// elsewhere (GCC turns those into a call to memcpy per load: on AVX2 a 2-D box of 11 x 11 keys
-// at Dh 8 took longer than the whole 32 x 32 grid before the AVX2 moves). The vector-step code
-// calls the same names on a Lanes<T> (whole vectors, static) or on a FirstLanes<T> (these).
+// elsewhere (GCC makes those a call to memcpy per load, about 3 times slower on 2-D boxes at
+// Dh 8: docs/benchmarks.md). The vector-step code calls the same names on a Lanes<T> (whole
+// vectors, static) or on a FirstLanes<T> (these).
 template <typename T>
 struct FirstLanes : Lanes<T> {
   using Vec = typename Lanes<T>::Vec;
@@ -190,8 +190,8 @@ struct FirstLanes : Lanes<T> {
 
 // Runs step(lanes, t) over t = 0, kCount, 2 kCount, ... < len: whole vectors (Lanes<T>), then the
 // last len % kCount keys as one FirstLanes<T> step. Always inlined: called as a function, the
-// step's captures are memory its stores might change, reloaded at every step (the logits' loop
-// ran 1.8 times the instructions).
+// step's captures are memory its stores might change, reloaded at every step (1.8 times the
+// instructions in the logits' loop: docs/design.md).
 template <typename T, class Step>
 [[gnu::always_inline]] inline void for_each_vector(int64_t len, const Step& step) {
   constexpr int W = Lanes<T>::kCount;
