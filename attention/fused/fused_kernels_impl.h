@@ -534,7 +534,6 @@ template <typename T, class W, bool kTableGrads>
 void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, const T* s, const T* c, const T* p,
                    const DimValues<T, W>& query, const DimValues<T, W>& scaled_query, const DimValues<T, W>& dout,
                    T row_lse, T D, T eps, const RunTerms<T>& terms) {
-  const int64_t N = P.N;
   const T* vt = hd.vt + g.j0;
   const RunTables<T> run(hd, P, g);  // locals, as segment_logits
   const DimValues<T, W> qi = query, qs = scaled_query, dout_i = dout;
@@ -543,7 +542,7 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
     using V = typename Lanes<T>::Vec;
     using L = std::decay_t<decltype(lanes)>;
     V dov = Lanes<T>::splat(T(0));  // dout_i . v_j
-    for (int64_t d = 0; d < dh(); ++d) dov += dout_i[d] * lanes.load(vt + d * N + t);
+    for (int64_t d = 0; d < dh(); ++d) dov += dout_i[d] * lanes.load(vt + d * run.N + t);
     const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse), mk = lanes.load(out.mask + t);
     lanes.store(out.pm + t, e * mk);
     const RunAt<T, W, L> at{lanes, t, dh, run, qi, qs};
