@@ -318,22 +318,6 @@ class RowDotSums {
     part.store();
     weight_sum_ = z, masked_sum_ = zm;
   }
-  // a.add(wa, ra, sa, len) and b.add(wb, rb, sb, len) in one pass over the run (the backward's dq
-  // from the query table and from k).
-  template <class W>
-  static void add_both(W dh, RowDotSums& a, const T* wa, const T* ra, int64_t sa, RowDotSums& b, const T* wb,
-                       const T* rb, int64_t sb, int64_t len) {
-    DimAccumulators<Vec, W> pa(dh, a.part_.data()), pb(dh, b.part_.data());
-    for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
-      const Vec xa = lanes.load(wa + t), xb = lanes.load(wb + t);  // 0 past the run
-      for (int64_t d = 0; d < dh(); ++d) {
-        pa[d] += xa * lanes.load(ra + d * sa + t);
-        pb[d] += xb * lanes.load(rb + d * sb + t);
-      }
-    });
-    pa.store();
-    pb.store();
-  }
   // The sums of add_exp's weights since the last finish, without and with the mask.
   T weight_sum() const { return lane_sum(weight_sum_); }
   T masked_sum() const { return lane_sum(masked_sum_); }
@@ -470,7 +454,9 @@ struct RunAt {
   const RunTables<T>& run;
   const DimValues<T, W>& qi;
   const DimValues<T, W>& qs;
+  const T* stored_content = nullptr;  // the run's content, when a first pass stored it
   V content() const {  // a . k_j is the head's precomputed akey (zeros without a key bias)
+    if (stored_content) return lanes.load(stored_content + t);
     V c = lanes.load(run.akey + t);
     for (int64_t d = 0; d < dh(); ++d) c += qs[d] * lanes.load(run.kt + d * run.N + t);
     return c;
@@ -488,7 +474,9 @@ struct RunAt {
 // The logits of one run of keys (pair_logit; + the logit offset, -inf at padded keys), with the
 // content c and the positional term p also stored in c and p when keep_terms (the backward needs
 // them, the forward only s). qs = scale q_i. Everything the loop reads is copied into locals
-// first (RunTables).
+// first (RunTables). With a query table the content goes first, in a pass of its own through c:
+// both dot products in one loop want 2 Dh row pointers and 2 Dh query values in registers, and
+// with AVX2's 16 the loop reloaded them from the stack at every step (docs/design.md).
 template <typename T, class W>
 void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T, W>& query,
                     const DimValues<T, W>& scaled_query, const Segment& g, T* __restrict s, T* __restrict c,
@@ -496,9 +484,14 @@ void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T
   const T* offset = hd.offset ? hd.offset + g.r0 : nullptr;
   const RunTables<T> run(hd, P, g);
   const DimValues<T, W> qi = query, qs = scaled_query;
+  const bool two_passes = run.table[kQueryTable] != nullptr;
+  if (two_passes)
+    for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
+      lanes.store(c + t, RunAt<T, W, std::decay_t<decltype(lanes)>>{lanes, t, dh, run, qi, qs}.content());
+    });
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
-    const RunAt<T, W, std::decay_t<decltype(lanes)>> at{lanes, t, dh, run, qi, qs};
+    const RunAt<T, W, std::decay_t<decltype(lanes)>> at{lanes, t, dh, run, qi, qs, two_passes ? c : nullptr};
     const PairLogit<V> l = pair_logit<V>(at);
     if (keep_terms) {
       lanes.store(c + t, l.content);
@@ -963,10 +956,8 @@ class BackwardWorker {
                                    dout_i, call_.lse[row], D, eps, terms);
       // dq_i = sum_j dp T[r] + scale sum_j dc k_j (and the key bias's gradient sum_j dc k_j)
       if (const T* table = hd_.table[kQueryTable])
-        RowDotSums<T>::add_both(dh_, dq_table_, terms.dp, table + g.r0, R, dq_content_, terms.dc,
-                                hd_.kt + g.j0, N, g.len);
-      else
-        dq_content_.add(dh_, terms.dc, hd_.kt + g.j0, N, g.len);
+        dq_table_.add(dh_, terms.dp, table + g.r0, R, g.len);
+      dq_content_.add(dh_, terms.dc, hd_.kt + g.j0, N, g.len);
       const BlockRun& u = block_runs_[n];
       if (dp) zero_outside(dp, u.r0, u.r1, g.r0, g.r0 + g.len);
       zero_outside(pm, u.j0, u.j1, g.j0, g.j0 + g.len);
