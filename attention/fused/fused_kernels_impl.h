@@ -714,13 +714,9 @@ void add_query_block_fixed(T* rows, int64_t row_stride, int64_t Dh, const T* con
 
 template <typename T>
 void add_query_block(int qn, T* rows, int64_t row_stride, int64_t Dh, const T* const* src, const T* w, int64_t len) {
-  static_assert(kQueryBlock == 4, "add_query_block dispatches 1 to 4 queries");
-  switch (qn) {
-    case 1: add_query_block_fixed<T, 1>(rows, row_stride, Dh, src, w, len); break;
-    case 2: add_query_block_fixed<T, 2>(rows, row_stride, Dh, src, w, len); break;
-    case 3: add_query_block_fixed<T, 3>(rows, row_stride, Dh, src, w, len); break;
-    default: add_query_block_fixed<T, 4>(rows, row_stride, Dh, src, w, len); break;
-  }
+  [&]<int... kMinus1>(std::integer_sequence<int, kMinus1...>) {  // qn as a constant, 1 .. kQueryBlock
+    ((qn == kMinus1 + 1 ? add_query_block_fixed<T, kMinus1 + 1>(rows, row_stride, Dh, src, w, len) : void()), ...);
+  }(std::make_integer_sequence<int, kQueryBlock>{});
 }
 
 // A run [begin, end) of one query's key (or relative) entries inside the union of a block's
