@@ -20,7 +20,7 @@
 // (row_runs), in the forward and in the backward alike, and the mask is read at the run's window
 // columns (run_mask); its gradient rows are written in place (one (batch, head) per thread).
 // Every loop over keys is written once, in vectors of keys (Lanes), for any head width Dh; the
-// thesis's Dh = 8 is compiled as a constant (with_head_width: unrolled d loops, per-d values in
+// thesis's Dh = 8 is compiled as a constant (with_loop_constants: unrolled d loops, per-d values in
 // registers), the other widths run the same code with Dh read at run time.
 // Deliberately not here: column tables, autograd, argument checks.
 // Shapes: letters of shape_legend.h.
@@ -216,26 +216,43 @@ T row_max(const T* s, int64_t len) {
   return m;
 }
 
-// The head width Dh as the key loops see it: a compile-time constant for the widths
-// with_head_width instantiates (kFixed > 0: the loops over d unroll and their per-d values stay
-// in registers), else the call's width read at run time (kFixed = 0). The loops are the same.
-template <int kFixedDh>
-struct HeadWidth {
+// What the key loops know of a call at compile time: the head width Dh, a constant for the widths
+// with_loop_constants instantiates (kFixed > 0: the loops over d unroll and their per-d values
+// stay in registers), else the call's width read at run time (kFixed = 0); and the kinds of table
+// the call may have (bit `kind` of kKinds): a loop reads an absent kind as the formula's `absent`
+// value, with no load, and adds to no gradient of it. The loops are the same.
+template <int kFixedDh, unsigned kKinds>
+struct LoopConstants {
   static constexpr int kFixed = kFixedDh;
   int64_t runtime = kFixedDh;
   constexpr int64_t operator()() const {
     if constexpr (kFixed > 0) return kFixed;
     else return runtime;
   }
+  static constexpr bool may_have(int kind) { return (kKinds >> kind) & 1u; }
 };
 
-// Calls fn(width) with Dh as a constant for the thesis's heads (Dh = 8), else as a run-time value.
-// The constant measured faster (the thesis step 14% less CPU time in 1-D, 5% in 2-D: docs/design.md,
-// "Tried and dropped").
-template <class Fn>
-void with_head_width(int64_t Dh, Fn&& fn) {
-  if (Dh == 8) return fn(HeadWidth<8>{});
-  fn(HeadWidth<0>{Dh});
+// The two sets of kinds compiled: every kind, and none of the kinds that multiply the logits or
+// mask the probabilities (every scheme without a span: the thesis's 1-D arms among them).
+constexpr unsigned kEveryKind = (1u << kTableCount) - 1;
+constexpr unsigned kAdditiveKinds =
+    kEveryKind & ~(1u << kModulation | 1u << kPositionalModulation | 1u << kProbMask | 1u << kRowProbMask);
+
+// Calls fn(constants) with Dh as a constant for the thesis's heads (Dh = 8), else as a run-time
+// value, and with the smaller set of kinds where the call has no table outside it. The constant
+// Dh measured faster (the thesis step 14% less CPU time in 1-D, 5% in 2-D: docs/design.md, "Tried
+// and dropped"), and so did the smaller set (docs/design.md, "Absent tables left out").
+template <typename T, class Fn>
+void with_loop_constants(int64_t Dh, const Tables<T>& tables, Fn&& fn) {
+  bool additive = true;
+  for (int kind = 0; kind < kTableCount; ++kind)
+    if (tables.of[kind] && !((kAdditiveKinds >> kind) & 1u)) additive = false;
+  if (additive) {
+    if (Dh == 8) return fn(LoopConstants<8, kAdditiveKinds>{});
+    return fn(LoopConstants<0, kAdditiveKinds>{Dh});
+  }
+  if (Dh == 8) return fn(LoopConstants<8, kEveryKind>{});
+  fn(LoopConstants<0, kEveryKind>{Dh});
 }
 
 // Dh values that every step of a key loop reads (q_i, scale q_i, dout_i): copied into a local
@@ -466,7 +483,8 @@ struct RunAt {
       for (int64_t d = 0; d < dh(); ++d) p += qi[d] * lanes.load(table + d * run.R + t);
     return p;
   }
-  V entry(int kind, int /*absent*/) const {  // an absent [H, R] table is a row of its absent value (Head)
+  V entry(int kind, int absent) const {  // an absent [H, R] table is a row of its absent value (Head)
+    if (!W::may_have(kind)) return Lanes<T>::splat(static_cast<T>(absent));
     return lanes.load(run.table[kind] + t);
   }
 };
@@ -536,7 +554,8 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
     using L = std::decay_t<decltype(lanes)>;
     V dov = Lanes<T>::splat(T(0));  // dout_i . v_j
     for (int64_t d = 0; d < dh(); ++d) dov += dout_i[d] * lanes.load(vt + d * run.N + t);
-    const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse), mk = lanes.load(out.mask + t);
+    constexpr bool kMasks = W::may_have(kProbMask) || W::may_have(kRowProbMask);
+    const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse), mk = kMasks ? lanes.load(out.mask + t) : Lanes<T>::splat(1);
     lanes.store(out.pm + t, e * mk);
     const RunAt<T, W, L> at{lanes, t, dh, run, qi, qs};
     const PairGradients<V> d =
@@ -545,10 +564,10 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
     lanes.store(out.dp + t, d.positional);
     if constexpr (kTableGrads) {
       for_each_kind([&](auto kind) {
-        if constexpr (per_entry(kind))
+        if constexpr (per_entry(kind) && W::may_have(kind))
           if (T* grad = out.g[kind]) lanes.store(grad + t, lanes.load(grad + t) + d.entry[kind]);
       });
-      if (out.g_mask) lanes.store(out.g_mask + t, lanes.load(out.g_mask + t) + mask_gradient(e, dov, D));
+      if (kMasks && out.g_mask) lanes.store(out.g_mask + t, lanes.load(out.g_mask + t) + mask_gradient(e, dov, D));
     }
   });
 }
@@ -630,7 +649,7 @@ int64_t max_row_keys(const RowGeometry& geo) {
   return std::max<int64_t>(keys, 1);
 }
 
-// forward() for a head width dh (with_head_width).
+// forward() for the loop constants dh (with_loop_constants).
 template <typename T, class W>
 void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out,
                         T* lse) {
@@ -1010,7 +1029,7 @@ class BackwardWorker {
   std::vector<BlockRun> block_runs_;
 };
 
-// backward() for a head width dh (with_head_width).
+// backward() for the loop constants dh (with_loop_constants).
 template <typename T, class W>
 void backward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v,
                          const T* out, const T* lse, const T* dout, const Grads<T>& grads) {
@@ -1038,13 +1057,13 @@ void backward_with_width(W dh, const Problem& P, const Tables<T>& tables, const 
 
 template <typename T>
 void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out, T* lse) {
-  with_head_width(P.Dh, [&](auto dh) { forward_with_width(dh, P, tables, q, k, v, out, lse); });
+  with_loop_constants(P.Dh, tables, [&](auto dh) { forward_with_width(dh, P, tables, q, k, v, out, lse); });
 }
 
 template <typename T>
 void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const T* dout, const Grads<T>& grads) {
-  with_head_width(P.Dh, [&](auto dh) { backward_with_width(dh, P, tables, q, k, v, out, lse, dout, grads); });
+  with_loop_constants(P.Dh, tables, [&](auto dh) { backward_with_width(dh, P, tables, q, k, v, out, lse, dout, grads); });
 }
 
 }  // namespace posgrad::fused_detail::row_kernels
