@@ -232,27 +232,36 @@ struct LoopConstants {
   static constexpr bool may_have(int kind) { return (kKinds >> kind) & 1u; }
 };
 
-// The two sets of kinds compiled: every kind, and none of the kinds that multiply the logits or
-// mask the probabilities (every scheme without a span: the thesis's 1-D arms among them).
+// The sets of kinds compiled, each call taking the first that holds its tables: none of the
+// kinds that multiply the logits or mask the probabilities (every scheme without a span: the
+// thesis's 1-D arms among them), those with a modulation (the Gaussian span: the thesis's 2-D
+// arm), those with a mask (the adaptive and dynamic spans: charlm), and every kind.
 constexpr unsigned kEveryKind = (1u << kTableCount) - 1;
-constexpr unsigned kAdditiveKinds =
-    kEveryKind & ~(1u << kModulation | 1u << kPositionalModulation | 1u << kProbMask | 1u << kRowProbMask);
+constexpr unsigned kMaskKinds = 1u << kProbMask | 1u << kRowProbMask;
+constexpr unsigned kAdditiveKinds = kEveryKind & ~(1u << kModulation | 1u << kPositionalModulation | kMaskKinds);
+constexpr unsigned kKindSets[] = {kAdditiveKinds, kAdditiveKinds | 1u << kModulation, kAdditiveKinds | kMaskKinds,
+                                  kEveryKind};
 
 // Calls fn(constants) with Dh as a constant for the thesis's heads (Dh = 8), else as a run-time
-// value, and with the smaller set of kinds where the call has no table outside it. The constant
-// Dh measured faster (the thesis step 14% less CPU time in 1-D, 5% in 2-D: docs/design.md, "Tried
-// and dropped"), and so did the smaller set (docs/design.md, "Absent tables left out").
+// value, and with the first set of kinds that holds the call's tables. The constant Dh measured
+// faster (the thesis step 14% less CPU time in 1-D, 5% in 2-D: docs/design.md, "Tried and
+// dropped"), and so did the smaller sets (docs/design.md, "Absent tables left out").
 template <typename T, class Fn>
 void with_loop_constants(int64_t Dh, const Tables<T>& tables, Fn&& fn) {
-  bool additive = true;
+  unsigned present = 0;
   for (int kind = 0; kind < kTableCount; ++kind)
-    if (tables.of[kind] && !((kAdditiveKinds >> kind) & 1u)) additive = false;
-  if (additive) {
-    if (Dh == 8) return fn(LoopConstants<8, kAdditiveKinds>{});
-    return fn(LoopConstants<0, kAdditiveKinds>{Dh});
-  }
-  if (Dh == 8) return fn(LoopConstants<8, kEveryKind>{});
-  fn(LoopConstants<0, kEveryKind>{Dh});
+    if (tables.of[kind]) present |= 1u << kind;
+  bool done = false;
+  auto try_set = [&](auto set) {
+    constexpr unsigned kKinds = kKindSets[decltype(set)::value];
+    if (done || (present & ~kKinds) != 0) return;
+    done = true;
+    if (Dh == 8) return fn(LoopConstants<8, kKinds>{});
+    fn(LoopConstants<0, kKinds>{Dh});
+  };
+  [&]<size_t... kSet>(std::index_sequence<kSet...>) {
+    (try_set(std::integral_constant<size_t, kSet>{}), ...);
+  }(std::make_index_sequence<std::size(kKindSets)>{});
 }
 
 // Dh values that every step of a key loop reads (q_i, scale q_i, dout_i): copied into a local
