@@ -501,12 +501,18 @@ struct RunAt {
   }
 };
 
+// Whether the loops of W may meet a modulation, the only kinds whose gradients read a pair's
+// content and positional term.
+template <class W>
+constexpr bool modulated = W::may_have(kModulation) || W::may_have(kPositionalModulation);
+
 // The logits of one run of keys (pair_logit; + the logit offset, -inf at padded keys), with the
-// content c and the positional term p also stored in c and p when keep_terms (the backward needs
-// them, the forward only s). qs = scale q_i. Everything the loop reads is copied into locals
-// first (RunTables). With a query table the content goes first, in a pass of its own through c:
-// both dot products in one loop want 2 Dh row pointers and 2 Dh query values in registers, and
-// with AVX2's 16 the loop reloaded them from the stack at every step (docs/design.md).
+// content c and the positional term p also stored in c and p when keep_terms and W's loops may
+// meet a modulation (the backward's gradients of the modulations read them; the forward needs
+// only s). qs = scale q_i. Everything the loop reads is copied into locals first (RunTables).
+// With a query table the content goes first, in a pass of its own through c: both dot products
+// in one loop want 2 Dh row pointers and 2 Dh query values in registers, and with AVX2's 16 the
+// loop reloaded them from the stack at every step (docs/design.md).
 template <typename T, class W>
 void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T, W>& query,
                     const DimValues<T, W>& scaled_query, const Segment& g, T* __restrict s, T* __restrict c,
@@ -519,6 +525,7 @@ void segment_logits(W dh, const Head<T>& hd, const Problem& P, const DimValues<T
     for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
       lanes.store(c + t, RunAt<T, W, std::decay_t<decltype(lanes)>>{lanes, t, dh, run, qi, qs}.content());
     });
+  keep_terms = keep_terms && modulated<W>;
   for_each_vector<T>(g.len, [&](const auto& lanes, int64_t t) {
     using V = typename Lanes<T>::Vec;
     const RunAt<T, W, std::decay_t<decltype(lanes)>> at{lanes, t, dh, run, qi, qs, two_passes ? c : nullptr};
@@ -567,11 +574,13 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
     V dov = Lanes<T>::splat(T(0));  // dout_i . v_j
     for (int64_t d = 0; d < dh(); ++d) dov += dout_i[d] * lanes.load(vt + d * run.N + t);
     constexpr bool kMasks = W::may_have(kProbMask) || W::may_have(kRowProbMask);
-    const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse), mk = kMasks ? lanes.load(out.mask + t) : Lanes<T>::splat(1);
+    const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse);
+    const V mk = kMasks ? lanes.load(out.mask + t) : Lanes<T>::splat(1);
     lanes.store(out.pm + t, e * mk);
     const RunAt<T, W, L> at{lanes, t, dh, run, qi, qs};
-    const PairGradients<V> d =
-        pair_gradients<V>(at, {lanes.load(c + t), lanes.load(p + t), V{}}, score_gradient(e, mk, dov, D, eps));
+    PairLogit<V> terms_of_s{};  // read only by a modulation's gradient
+    if constexpr (modulated<W>) terms_of_s = {lanes.load(c + t), lanes.load(p + t), V{}};
+    const PairGradients<V> d = pair_gradients<V>(at, terms_of_s, score_gradient(e, mk, dov, D, eps));
     lanes.store(out.dc + t, d.content);
     lanes.store(out.dp + t, d.positional);
     if constexpr (kTableGrads) {
@@ -1075,7 +1084,8 @@ void forward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, 
 template <typename T>
 void backward(const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const T* dout, const Grads<T>& grads) {
-  with_loop_constants(P.Dh, tables, [&](auto dh) { backward_with_width(dh, P, tables, q, k, v, out, lse, dout, grads); });
+  with_loop_constants(P.Dh, tables,
+                      [&](auto dh) { backward_with_width(dh, P, tables, q, k, v, out, lse, dout, grads); });
 }
 
 }  // namespace posgrad::fused_detail::row_kernels
