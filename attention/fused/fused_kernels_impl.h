@@ -398,16 +398,24 @@ struct Head {
   const uint8_t* padded;  // [N] or null
 };
 
-// Shared precomputation of forward and backward: k and v transposed, a . k per key, and the
-// constant tables.
+// The distance between the rows of k and v transposed: N and one cache line. Rows exactly 4 KiB
+// apart (N = 1024 floats, the thesis's grid) fall into one set of the L1 cache, and a key loop
+// reading Dh rows of k and Dh of v at once evicted its own lines.
+template <typename T>
+int64_t kv_stride(int64_t N) {
+  return N + 64 / static_cast<int64_t>(sizeof(T));
+}
+
+// Shared precomputation of forward and backward: k and v transposed (rows kv_stride apart), a . k
+// per key, and the constant tables.
 template <typename T>
 struct Prepared {
-  Tensor kt, vt, akey, ones, zeros;  // [BH, Dh, N], [BH, Dh, N], [BH, N], [max(R, N)], [max(R, N)]
+  Tensor kt, vt, akey, ones, zeros;  // [BH, Dh, S], [BH, Dh, S] (S = kv_stride), [BH, N], [max(R, N)] twice
   Prepared(const Problem& P, const Tables<T>& tables, const T* k, const T* v) {
-    const int64_t BH = P.B * P.H, N = P.N, Dh = P.Dh;
+    const int64_t BH = P.B * P.H, N = P.N, Dh = P.Dh, S = kv_stride<T>(N);
     const DType dt = dtype_of<T>();
-    kt = Tensor::empty({BH, Dh, N}, dt);
-    vt = Tensor::empty({BH, Dh, N}, dt);
+    kt = Tensor::empty({BH, Dh, S}, dt);
+    vt = Tensor::empty({BH, Dh, S}, dt);
     akey = Tensor::zeros({BH, N}, dt);
     ones = Tensor::full({std::max<int64_t>({P.R, N, 1})}, 1.0, dt);
     zeros = Tensor::zeros({std::max<int64_t>({P.R, N, 1})}, dt);
@@ -417,18 +425,18 @@ struct Prepared {
     cpu::parallel_for(BH, N * Dh, [&](int64_t bh) {
       const T* kh = k + bh * N * Dh;
       const T* vh = v + bh * N * Dh;
-      T* kth = ktp + bh * Dh * N;
-      T* vth = vtp + bh * Dh * N;
+      T* kth = ktp + bh * Dh * S;
+      T* vth = vtp + bh * Dh * S;
       for (int64_t j = 0; j < N; ++j)
         for (int64_t d = 0; d < Dh; ++d) {
-          kth[d * N + j] = kh[j * Dh + d];
-          vth[d * N + j] = vh[j * Dh + d];
+          kth[d * S + j] = kh[j * Dh + d];
+          vth[d * S + j] = vh[j * Dh + d];
         }
       if (tables.of[kKeyBias]) {
         const T* a = tables.of[kKeyBias] + (bh % P.H) * Dh;
         T* ah = ap + bh * N;
         for (int64_t d = 0; d < Dh; ++d)
-          for (int64_t j = 0; j < N; ++j) ah[j] += a[d] * kth[d * N + j];
+          for (int64_t j = 0; j < N; ++j) ah[j] += a[d] * kth[d * S + j];
       }
     });
   }
@@ -439,8 +447,8 @@ struct Prepared {
     const T* one = ones.data<T>();
     Head<T> hd;
     hd.q = q + bh * P.Nq * Dh;
-    hd.kt = kt.data<T>() + bh * Dh * N;
-    hd.vt = vt.data<T>() + bh * Dh * N;
+    hd.kt = kt.data<T>() + bh * Dh * kv_stride<T>(N);
+    hd.vt = vt.data<T>() + bh * Dh * kv_stride<T>(N);
     hd.akey = akey.data<T>() + bh * N;
     for (size_t kind = 0; kind < kTableKindCount; ++kind) {
       const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, Dh, R);
@@ -457,7 +465,7 @@ struct Prepared {
   }
 };
 
-// What a run of keys reads, from its first key or entry: k transposed (rows N apart), the
+// What a run of keys reads, from its first key or entry: k transposed (rows S apart), the
 // key-bias dots, each table (an absent one as Head has it; the query table's rows R apart). A
 // local of each key loop: a store to the loop's outputs cannot change it, so the compiler keeps it
 // in registers instead of reloading it at every vector step.
@@ -465,9 +473,9 @@ template <typename T>
 struct RunTables {
   const T *kt, *akey;
   std::array<const T*, kTableKindCount> table;
-  int64_t N, R;
+  int64_t S, R;  // the rows' strides: k's and v's (kv_stride), the query table's
   RunTables(const Head<T>& hd, const Problem& P, const Segment& g)
-      : kt(hd.kt + g.j0), akey(hd.akey + g.j0), N(P.N), R(P.R) {
+      : kt(hd.kt + g.j0), akey(hd.akey + g.j0), S(kv_stride<T>(P.N)), R(P.R) {
     for (size_t kind = 0; kind < kTableKindCount; ++kind) table[kind] = hd.table[kind] ? hd.table[kind] + g.r0 : nullptr;
   }
 };
@@ -487,7 +495,7 @@ struct RunAt {
   V content() const {  // a . k_j is the head's precomputed akey (zeros without a key bias)
     if (stored_content) return lanes.load(stored_content + t);
     V c = lanes.load(run.akey + t);
-    for (int64_t d = 0; d < dh(); ++d) c += qs[d] * lanes.load(run.kt + d * run.N + t);
+    for (int64_t d = 0; d < dh(); ++d) c += qs[d] * lanes.load(run.kt + d * run.S + t);
     return c;
   }
   V query_dots(V p) const {
@@ -572,7 +580,7 @@ void run_gradients(W dh, const Head<T>& hd, const Problem& P, const Segment& g, 
     using V = typename Lanes<T>::Vec;
     using L = std::decay_t<decltype(lanes)>;
     V dov = Lanes<T>::splat(T(0));  // dout_i . v_j
-    for (int64_t d = 0; d < dh(); ++d) dov += dout_i[d] * lanes.load(vt + d * run.N + t);
+    for (int64_t d = 0; d < dh(); ++d) dov += dout_i[d] * lanes.load(vt + d * run.S + t);
     constexpr bool kMasks = W::may_have(kProbMask) || W::may_have(kRowProbMask);
     const V e = Lanes<T>::exp(lanes.load(s + t) - row_lse);
     const V mk = kMasks ? lanes.load(out.mask + t) : Lanes<T>::splat(1);
@@ -674,7 +682,7 @@ int64_t max_row_keys(const RowGeometry& geo) {
 template <typename T, class W>
 void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out,
                         T* lse) {
-  const int64_t BH = P.B * P.H, N = P.N, Nq = P.Nq, Dh = P.Dh;
+  const int64_t BH = P.B * P.H, Nq = P.Nq, Dh = P.Dh, S = kv_stride<T>(P.N);
   const Prepared<T> prep(P, tables, k, v);
   const bool masked = tables.of[kProbMask] != nullptr || tables.of[kRowProbMask] != nullptr;
   const int64_t row_keys = max_row_keys(P.geometry);
@@ -714,9 +722,9 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
         off = 0;
         for (const Segment& g : segs) {
           if (masked)
-            sc.ev.template add_exp<true>(dh, sc.s.data() + off, m, run_mask(hd, P, i, g), hd.vt + g.j0, N, g.len);
+            sc.ev.template add_exp<true>(dh, sc.s.data() + off, m, run_mask(hd, P, i, g), hd.vt + g.j0, S, g.len);
           else
-            sc.ev.template add_exp<false>(dh, sc.s.data() + off, m, nullptr, hd.vt + g.j0, N, g.len);
+            sc.ev.template add_exp<false>(dh, sc.s.data() + off, m, nullptr, hd.vt + g.j0, S, g.len);
           off += g.len;
         }
         const T Z = sc.ev.weight_sum();
@@ -993,7 +1001,7 @@ class BackwardWorker {
       // dq_i = sum_j dp T[r] + scale sum_j dc k_j (and the key bias's gradient sum_j dc k_j)
       if (const T* table = hd_.table[kQueryTable])
         dq_table_.add(dh_, terms.dp, table + g.r0, R, g.len);
-      dq_content_.add(dh_, terms.dc, hd_.kt + g.j0, N, g.len);
+      dq_content_.add(dh_, terms.dc, hd_.kt + g.j0, kv_stride<T>(N), g.len);
       const BlockRun& u = block_runs_[n];
       if (dp) zero_outside(dp, u.r0, u.r1, g.r0, g.r0 + g.len);
       zero_outside(pm, u.j0, u.j1, g.j0, g.j0 + g.len);
