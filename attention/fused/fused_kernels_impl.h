@@ -20,8 +20,9 @@
 // (row_runs), in the forward and in the backward alike, and the mask is read at the run's window
 // columns (run_mask); its gradient rows are written in place (one (batch, head) per thread).
 // Every loop over keys is written once, in vectors of keys (Lanes), for any head width Dh; the
-// thesis's Dh = 8 is compiled as a constant (with_loop_constants: unrolled d loops, per-d values in
-// registers), the other widths run the same code with Dh read at run time.
+// thesis's Dh = 8 is compiled as a constant (unrolled d loops, per-d values in registers), the
+// other widths run the same code with Dh read at run time, and the kinds of table a call may have
+// are compiled in a few sets, so that the loops leave out absent ones (with_loop_constants).
 // Deliberately not here: column tables, autograd, argument checks.
 // Shapes: letters of shape_legend.h.
 #pragma once

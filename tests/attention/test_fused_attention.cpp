@@ -125,8 +125,9 @@ std::unique_ptr<MultiHeadAttention> make_layer(const FusedCase& c, int64_t D, in
 BOOST_AUTO_TEST_SUITE(fused_path)
 
 // Head widths 4, 8 (the thesis's) and 16: the key loops with Dh read at run time (4, 16) and
-// compiled as a constant (8); the cases with a span's tables and those without take the two sets
-// of kinds compiled (with_loop_constants in fused_kernels_impl.h).
+// compiled as a constant (8); the cases without a span's tables, with the Gaussian span's
+// modulation, with a mask and with a positional modulation take each of the four sets of kinds
+// the float32 kernels compile (with_loop_constants in fused_kernels_impl.h).
 BOOST_DATA_TEST_CASE(fused_matches_reference, bdata::make(kCases), c) {
   const int64_t H = 2;
   for (const int64_t D : {8, 16, 32})
