@@ -381,13 +381,15 @@ struct Segment {
   int64_t j0, r0, len;
 };
 
-// Everything one (batch, head) reads: k and v transposed to [Dh, N], the key-bias dots, the
-// tables of head h (absent ones point at constant ones/zeros, so the loops need no branches).
+// Everything one (batch, head) reads: k and v transposed to [Dh, N] (rows kv_stride apart), the
+// key-bias dots, the tables of head h (absent ones point at constant ones/zeros, so the loops need
+// no branches).
 template <typename T>
 struct Head {
   const T* q;       // [Nq, Dh]
-  const T* kt;      // [Dh, N]
-  const T* vt;      // [Dh, N]
+  const T* kt;      // [Dh, N], rows kv_stride apart
+  const T* vt;      // [Dh, N], rows kv_stride apart
+  int64_t kv_stride;
   const T* akey;    // [N] (a_h . k_j) or zeros
   // This head's rows of each kind of table (kernel_table_layout: [Dh], [R] or [Dh, R]); an absent
   // table is ones when it multiplies or masks, zeros when it is an [H, R] table that adds, else
@@ -448,8 +450,9 @@ struct Prepared {
     const T* one = ones.data<T>();
     Head<T> hd;
     hd.q = q + bh * P.Nq * Dh;
-    hd.kt = kt.data<T>() + bh * Dh * kv_stride<T>(N);
-    hd.vt = vt.data<T>() + bh * Dh * kv_stride<T>(N);
+    hd.kv_stride = kv_stride<T>(N);
+    hd.kt = kt.data<T>() + bh * Dh * hd.kv_stride;
+    hd.vt = vt.data<T>() + bh * Dh * hd.kv_stride;
     hd.akey = akey.data<T>() + bh * N;
     for (size_t kind = 0; kind < kTableKindCount; ++kind) {
       const KernelTableLayout layout = kernel_table_layout(kTableKinds[kind].shape, Dh, R);
@@ -476,7 +479,7 @@ struct RunTables {
   std::array<const T*, kTableKindCount> table;
   int64_t S, R;  // the rows' strides: k's and v's (kv_stride), the query table's
   RunTables(const Head<T>& hd, const Problem& P, const Segment& g)
-      : kt(hd.kt + g.j0), akey(hd.akey + g.j0), S(kv_stride<T>(P.N)), R(P.R) {
+      : kt(hd.kt + g.j0), akey(hd.akey + g.j0), S(hd.kv_stride), R(P.R) {
     for (size_t kind = 0; kind < kTableKindCount; ++kind) table[kind] = hd.table[kind] ? hd.table[kind] + g.r0 : nullptr;
   }
 };
@@ -683,7 +686,7 @@ int64_t max_row_keys(const RowGeometry& geo) {
 template <typename T, class W>
 void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T* q, const T* k, const T* v, T* out,
                         T* lse) {
-  const int64_t BH = P.B * P.H, Nq = P.Nq, Dh = P.Dh, S = kv_stride<T>(P.N);
+  const int64_t BH = P.B * P.H, Nq = P.Nq, Dh = P.Dh;
   const Prepared<T> prep(P, tables, k, v);
   const bool masked = tables.of[kProbMask] != nullptr || tables.of[kRowProbMask] != nullptr;
   const int64_t row_keys = max_row_keys(P.geometry);
@@ -722,10 +725,11 @@ void forward_with_width(W dh, const Problem& P, const Tables<T>& tables, const T
         // exp(s - m) over the whole row, or sum e without a mask.
         off = 0;
         for (const Segment& g : segs) {
+          const T* vt = hd.vt + g.j0;
           if (masked)
-            sc.ev.template add_exp<true>(dh, sc.s.data() + off, m, run_mask(hd, P, i, g), hd.vt + g.j0, S, g.len);
+            sc.ev.template add_exp<true>(dh, sc.s.data() + off, m, run_mask(hd, P, i, g), vt, hd.kv_stride, g.len);
           else
-            sc.ev.template add_exp<false>(dh, sc.s.data() + off, m, nullptr, hd.vt + g.j0, S, g.len);
+            sc.ev.template add_exp<false>(dh, sc.s.data() + off, m, nullptr, vt, hd.kv_stride, g.len);
           off += g.len;
         }
         const T Z = sc.ev.weight_sum();
@@ -1002,7 +1006,7 @@ class BackwardWorker {
       // dq_i = sum_j dp T[r] + scale sum_j dc k_j (and the key bias's gradient sum_j dc k_j)
       if (const T* table = hd_.table[kQueryTable])
         dq_table_.add(dh_, terms.dp, table + g.r0, R, g.len);
-      dq_content_.add(dh_, terms.dc, hd_.kt + g.j0, kv_stride<T>(N), g.len);
+      dq_content_.add(dh_, terms.dc, hd_.kt + g.j0, hd_.kv_stride, g.len);
       const BlockRun& u = block_runs_[n];
       if (dp) zero_outside(dp, u.r0, u.r1, g.r0, g.r0 + g.len);
       zero_outside(pm, u.j0, u.j1, g.j0, g.j0 + g.len);
