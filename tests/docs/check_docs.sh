@@ -81,8 +81,8 @@ NOT_RUN=(
 # Settings appended to a program's documented training command so that it runs in seconds (not
 # to its eval/sample/decode jobs, --resume or --help). The posattn runs (and the documented
 # sweeps, all of posattn presets) read one of CIFAR-10's five training batches and pool the images
-# to 8 x 8: in the sanitizer build (CI's second stage) a run of a 16 x 16 preset took 15 s and a
-# sweep of 21 of them 5 minutes, the 8 x 8 run with one batch 2 s.
+# to 8 x 8: in the sanitizer build (CI's second stage) a run of a 16 x 16 preset took 15 s, the
+# 8 x 8 run from one batch 2 s (docs/reliability/sanitizers.md, "Times").
 declare -A QUICK_ARGS=(
   [count24]="-Dtrain.steps=300"
   [posattn]="-Ddata.small_dataset=200 -Ddata.train_batches=1 -Ddata.image_size=8 -Dtrain.max_steps=2"
