@@ -83,10 +83,11 @@ NOT_RUN=(
 # sweeps, all of posattn presets) read one of CIFAR-10's five training batches and pool the images
 # to 8 x 8: in the sanitizer build (CI's second stage) a run of a 16 x 16 preset took 15 s, the
 # 8 x 8 run from one batch 2 s (docs/reliability/sanitizers.md, "Times").
+posattn_quick="-Ddata.small_dataset=200 -Ddata.train_batches=1 -Ddata.image_size=8 -Dtrain.max_steps=2"
 declare -A QUICK_ARGS=(
   [count24]="-Dtrain.steps=300"
-  [posattn]="-Ddata.small_dataset=200 -Ddata.train_batches=1 -Ddata.image_size=8 -Dtrain.max_steps=2"
-  [posgrad-sweep]="-Ddata.small_dataset=200 -Ddata.train_batches=1 -Ddata.image_size=8 -Dtrain.max_steps=2"
+  [posattn]=$posattn_quick
+  [posgrad-sweep]=$posattn_quick
   [bench_sgemm]="--sizes 128 --reps 1 --no-torch"
   [bench_transformer]="--batch 2 --tokens 16 --width 32 --heads 2 --ff 64 --layers 1 --reps 1 --warmup 0 --no-torch"
   [bench_posattn_step]="--batch 1 --side 8 --reps 1 --warmup 0 --twins none"
