@@ -751,18 +751,31 @@ constexpr int kQueryBlock = 4;
 // [QN, Dh]): the QN queries' contributions to one run of dk, dv or query-table-gradient entries.
 template <typename T, int QN>
 void add_query_block_fixed(T* rows, int64_t row_stride, int64_t Dh, const T* const* src, const T* w, int64_t len) {
-  const T* s[QN];
-  for (int q = 0; q < QN; ++q) s[q] = src[q];
-  for (int64_t d = 0; d < Dh; ++d) {
-    T wd[QN];
-    for (int q = 0; q < QN; ++q) wd[q] = w[q * Dh + d];
-    T* out = rows + d * row_stride;
+  using Vec = typename Lanes<T>::Vec;
+  // Rows d .. d + R - 1 at once: each source vector is loaded once for the R rows, whose QN x R
+  // weights stay in vector registers. R = 4 where there are 32 of them (AVX-512; A/B on the Zen 4
+  // machine: the thesis step 3-5% faster), else 1.
+  auto add_rows = [&](int64_t d, auto R) {
+    Vec wd[R][QN];
+    T* out[R];
+    for (int64_t e = 0; e < R; ++e) {
+      for (int q = 0; q < QN; ++q) wd[e][q] = Lanes<T>::splat(w[q * Dh + d + e]);
+      out[e] = rows + (d + e) * row_stride;
+    }
     for_each_vector<T>(len, [&](const auto& lanes, int64_t t) {
-      auto a = lanes.load(out + t);
-      for (int q = 0; q < QN; ++q) a += wd[q] * lanes.load(s[q] + t);
-      lanes.store(out + t, a);
+      Vec x[QN];
+      for (int q = 0; q < QN; ++q) x[q] = lanes.load(src[q] + t);
+      for (int64_t e = 0; e < R; ++e) {
+        auto a = lanes.load(out[e] + t);
+        for (int q = 0; q < QN; ++q) a += wd[e][q] * x[q];
+        lanes.store(out[e] + t, a);
+      }
     });
-  }
+  };
+  constexpr int64_t kRowsAtOnce = POSGRAD_FUSED_VECTOR_BYTES == 64 ? 4 : 1;
+  int64_t d = 0;
+  for (; d + kRowsAtOnce <= Dh; d += kRowsAtOnce) add_rows(d, std::integral_constant<int64_t, kRowsAtOnce>{});
+  for (; d < Dh; ++d) add_rows(d, std::integral_constant<int64_t, 1>{});
 }
 
 template <typename T>
